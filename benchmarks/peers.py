@@ -1,0 +1,738 @@
+"""Peer (third-party) convex collision runners for the jaxgjk benchmark suite.
+
+Every runner takes a ``cases.Case`` (see ``benchmarks/cases.py`` for the neutral numpy case
+format: kind, per-pair shape parameters, poses as positions (N,3) and unit quaternions (N,4) in
+(w, x, y, z) order) and a query, and returns results in the jaxgjk convention::
+
+    run_<peer>(case, query, repeats=3) -> dict(
+        distance=np.ndarray (N,) float64,  # signed distance: > 0 separation, < 0 -depth;
+                                           # NaN where the peer gives no value for the pair
+        intersect=np.ndarray (N,) bool,    # overlap flag (always filled)
+        seconds=float,                     # wall time of the timed region for all N pairs
+                                           # (min over ``repeats``), setup/compile excluded
+        per_call_overhead_s=float | None,  # cost of one near-empty call (binding/dispatch)
+        notes=str)                         # what was timed, precision, threads, caveats
+    (+ ``n_timed=int`` from ``run_mjx`` when it ran only the first n_timed < N pairs.)
+
+Queries: ``"signed_distance"`` (negative inside), ``"distance"`` (clamped at 0 when
+overlapping; peers without a cheaper unsigned mode run their signed routine and clamp) and
+``"intersect"`` (boolean; ``distance`` is NaN unless the peer's boolean path gives a value).
+
+Peers (each imported lazily; ``available_peers()`` lists those that import):
+
+* ``mujoco``  -- MuJoCo C ``mj_geomDistance`` per pair in a Python loop (single thread).
+  Model with 2N geoms (pair i = geoms 2i, 2i+1), poses written to ``d.geom_xpos/xmat`` once.
+  MuJoCo's own collider table decides the algorithm: analytic box-box, sphere-box and
+  capsule-box, native GJK/EPA (``mjc_Convex``) for the rest.  float64; polytope meshes are
+  stored by MuJoCo in float32.
+* ``mujoco_warp`` -- MuJoCo Warp GJK/EPA (``collision_gjk.ccd``/``gjk_phase``) for every kind,
+  one Warp thread per pair in a custom kernel mirroring MJWarp's ``ccd_kernel_builder`` (geom
+  types compile-time, origin shifted to geom 1, MuJoCo's ccd_tolerance/ccd_iterations, mesh
+  hull + adjacency graph from the compiled MjModel), device ``"cpu"`` (Warp runs CPU kernels
+  on one thread).  float32.
+* ``mjx`` -- MuJoCo XLA (JAX backend) colliders of ``collision_driver`` (vmapped over pairs by
+  MJX itself), jitted.  These are *contact* routines, not distance routines: for separated pairs
+  they return placeholder/lower-bound values, so only negative (contact) values are reported
+  and separated pairs get NaN.  No cylinder-box collider.  float32.  Its mesh collider (SAT
+  over all edge pairs) is so slow for big meshes that ``run_mjx`` runs a sub-batch within a
+  time budget and extrapolates (see ``n_timed``).
+* ``coal`` -- Coal (ex hpp-fcl) ``coal.distance`` / ``coal.collide`` per pair in a Python loop
+  (single thread), float64 GJK/EPA (analytic for some primitive pairs).
+
+Self-check: ``python benchmarks/peers.py --selfcheck [--n 2000]`` prints per-kind throughput
+(pairs/s) of every available peer and the max abs disagreement with a reference (float64
+closed form where ``cases.reference_signed_distance`` has one, else the per-pair median of the
+peers).  Run it in the peers' venv, kept apart from jaxgjk's own so peer pins cannot break it:
+
+    python3 -m venv /work/venv-bench
+    /work/venv-bench/bin/pip install jax==0.10.2 jaxlib==0.10.2 numpy scipy \
+        mujoco==4.0.0 mujoco-mjx==3.17.0 mujoco-warp==4.0.0 coal==3.0.3
+
+(mujoco-mjx 3.17.0 does not pin jax, so all four peers share one venv; warp-lang 1.19.0 comes
+with mujoco-warp.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import os
+import sys
+import time
+
+import numpy as np
+
+if __package__:
+    from . import cases as C
+else:  # run as a script: python benchmarks/peers.py
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cases as C
+
+QUERIES = ("distance", "signed_distance", "intersect")
+DISTMAX = 10.0  # MuJoCo distmax: larger than any separation the generator produces
+
+_MJ_TYPE = {"sphere": "sphere", "capsule": "capsule", "box": "box", "cylinder": "cylinder",
+            "ellipsoid": "ellipsoid", "polytope": "mesh"}
+
+
+def _check_query(query: str) -> None:
+    if query not in QUERIES:
+        raise ValueError(f"query must be one of {QUERIES}, got {query!r}")
+
+
+def _best_time(fn, repeats: int) -> tuple[float, object]:
+    """Run ``fn`` ``repeats`` times; return (min wall seconds, last result)."""
+    best, out = np.inf, None
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def _result(dist, intersect, seconds, overhead, notes) -> dict:
+    return dict(distance=np.asarray(dist, dtype=np.float64),
+                intersect=np.asarray(intersect, dtype=bool), seconds=float(seconds),
+                per_call_overhead_s=None if overhead is None else float(overhead), notes=notes)
+
+
+def _finish(raw: np.ndarray, query: str) -> tuple[np.ndarray, np.ndarray]:
+    """Peer distances -> (distance for ``query``, intersect flags).
+
+    For ``signed_distance`` ``raw`` is signed and overlap means ``raw < 0``; for ``distance``
+    the peer may report 0 for any overlap, so overlap means ``raw <= 0``.
+    """
+    if query == "distance":
+        return np.maximum(raw, 0.0), raw <= 0.0
+    return raw, raw < 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# MuJoCo model shared by mujoco / mujoco_warp / mjx
+
+
+def _fmt(x) -> str:
+    return " ".join(f"{float(v):.17g}" for v in np.ravel(x))
+
+
+def _geom_xml(shape: str, params: dict, i: int, mesh: str) -> str:
+    if shape == "polytope":
+        return f'<geom type="mesh" mesh="{mesh}"/>'
+    if shape == "sphere":
+        size = [params["radius"][i]]
+    elif shape in ("capsule", "cylinder"):
+        size = [params["radius"][i], params["half_length"][i]]
+    elif shape == "box":
+        size = params["half_extents"][i]
+    else:
+        size = params["radii"][i]
+    return f'<geom type="{_MJ_TYPE[shape]}" size="{_fmt(size)}"/>'
+
+
+def build_mj_model(case: C.Case, n_pairs: int | None = None):
+    """MjModel with geoms 2i (A_i), 2i+1 (B_i) for the first ``n_pairs`` pairs (default all).
+
+    Polytopes become mesh assets ``mesh_a``/``mesh_b`` (MuJoCo keeps their convex hull).
+    """
+    import mujoco
+
+    n = case.n if n_pairs is None else n_pairs
+    assets = []
+    for tag, shape, params in (("a", case.shape_a, case.params_a),
+                               ("b", case.shape_b, case.params_b)):
+        if shape == "polytope":
+            assets.append(f'<mesh name="mesh_{tag}" vertex="{_fmt(params["vertices"])}"/>')
+    geoms = []
+    for i in range(n):
+        geoms.append(_geom_xml(case.shape_a, case.params_a, i, "mesh_a"))
+        geoms.append(_geom_xml(case.shape_b, case.params_b, i, "mesh_b"))
+    xml = ("<mujoco><asset>" + "".join(assets) + "</asset><worldbody>" + "".join(geoms)
+           + "</worldbody></mujoco>")
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+def geom_world_poses(case: C.Case, m) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """World poses of the MuJoCo geoms of A and B: (pos_a (N,3), mat_a (N,3,3), pos_b, mat_b).
+
+    MuJoCo re-centres mesh vertices (stored ``v`` with original ``R(mesh_quat) v + mesh_pos``),
+    so a mesh geom's frame is the case frame composed with that offset.
+    """
+    out = []
+    for side, shape, pos, rot in (("a", case.shape_a, case.pos_a, case.rotmat_a()),
+                                  ("b", case.shape_b, case.pos_b, case.rotmat_b())):
+        if shape == "polytope":
+            mid = 0 if side == "a" or case.shape_a != "polytope" else 1
+            r_mesh = C.quat_to_mat(m.mesh_quat[mid])
+            pos = pos + rot @ m.mesh_pos[mid]
+            rot = rot @ r_mesh
+        out += [pos, rot]
+    return out[0], out[1], out[2], out[3]
+
+
+# --------------------------------------------------------------------------------------------
+# MuJoCo (C)
+
+
+def _mujoco_overhead(n: int = 20000) -> float:
+    """Seconds per ``mj_geomDistance`` call on two far-apart spheres with distmax 0."""
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom size=".1"/><geom pos="5 0 0" size=".1"/></worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    f = mujoco.mj_geomDistance
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f(m, d, 0, 1, 0.0, None)
+    return (time.perf_counter() - t0) / n
+
+
+def run_mujoco(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> dict:
+    """MuJoCo C ``mj_geomDistance`` over the N pairs (Python loop, one thread).
+
+    ``signed_distance``/``distance`` use distmax = ``DISTMAX``; ``intersect`` uses distmax = 0
+    (colliders exit early on separation) and returns NaN distances.
+    """
+    import mujoco
+
+    _check_query(query)
+    m = build_mj_model(case)
+    d = mujoco.MjData(m)
+    pa, ra, pb, rb = geom_world_poses(case, m)
+    n = case.n
+    xpos = np.empty((2 * n, 3))
+    xmat = np.empty((2 * n, 3, 3))
+    xpos[0::2], xpos[1::2], xmat[0::2], xmat[1::2] = pa, pb, ra, rb
+    d.geom_xpos[:] = xpos
+    d.geom_xmat[:] = xmat.reshape(2 * n, 9)
+    distmax = 0.0 if query == "intersect" else DISTMAX
+    f = mujoco.mj_geomDistance
+    out = np.empty(n)
+
+    def loop():
+        for i in range(n):
+            out[i] = f(m, d, 2 * i, 2 * i + 1, distmax, None)
+        return out.copy()
+
+    seconds, signed = _best_time(loop, repeats)
+    if query == "intersect":
+        dist, inter = np.full(n, np.nan), signed < 0.0
+    else:
+        dist, inter = _finish(signed, query)
+    algo = {"box-box": "analytic mjc_BoxBox", "sphere-box": "analytic mjc_SphereBox",
+            "capsule-box": "analytic mjc_CapsuleBox"}.get(case.kind, "native GJK/EPA mjc_Convex")
+    notes = (f"mujoco {mujoco.__version__} mj_geomDistance ({algo}), Python loop over pairs, "
+             f"1 thread, float64, distmax={distmax}; timed region = the loop")
+    return _result(dist, inter, seconds, _mujoco_overhead(), notes)
+
+
+# --------------------------------------------------------------------------------------------
+# MuJoCo Warp
+
+_WARP_KERNELS: dict = {}
+
+
+def _quiet_warp() -> None:
+    """Silence Warp's info banner / module-load messages (call before Warp initialises)."""
+    import warp as wp
+
+    wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
+
+
+def _warp_kernel(mode: str, type1: int, type2: int):
+    """Warp kernel, one thread per pair; ``mode`` in {"ccd", "gjk"} (ccd = GJK + EPA).
+
+    The geom types are compile-time constants, as in MJWarp's own ``ccd_kernel_builder``.
+    """
+    cache_key = (mode, type1, type2)
+    if cache_key in _WARP_KERNELS:
+        return _WARP_KERNELS[cache_key]
+    import warp as wp
+    from mujoco_warp._src.collision_core import Geom
+    from mujoco_warp._src.collision_gjk import ccd, gjk_phase
+
+    use_ccd = mode == "ccd"
+
+    @wp.kernel(module="unique", enable_backward=False)
+    def kernel(
+        pos1: wp.array[wp.vec3], rot1: wp.array[wp.mat33], size1: wp.array[wp.vec3],
+        vertadr1: int, vertnum1: int, graphadr1: int,
+        pos2: wp.array[wp.vec3], rot2: wp.array[wp.mat33], size2: wp.array[wp.vec3],
+        vertadr2: int, vertnum2: int, graphadr2: int,
+        mesh_vert: wp.array[wp.vec3], mesh_graph: wp.array[int],
+        tolerance: float, cutoff: float, gjk_iterations: int, epa_iterations: int,
+        epa_vert: wp.array2d[wp.vec3], epa_vert_index: wp.array2d[int],
+        epa_face: wp.array2d[int], epa_pr: wp.array2d[wp.vec3],
+        epa_norm2: wp.array2d[float], epa_horizon: wp.array2d[int],
+        overflow: wp.array[int],
+        dist_out: wp.array[float], flag_out: wp.array[int],
+    ):
+        tid = wp.tid()
+        # shift the origin to geom 1, as MJWarp's collision pipeline does (float32 precision)
+        origin = pos1[tid]
+        g1 = Geom()
+        g1.pos = wp.vec3(0.0)
+        g1.rot = rot1[tid]
+        g1.size = size1[tid]
+        g1.margin = 0.0
+        g1.index = -1
+        g1.vertadr = vertadr1
+        g1.vertnum = vertnum1
+        g1.graphadr = graphadr1
+        g1.vert = mesh_vert
+        g1.graph = mesh_graph
+        g1.mesh_polyadr = -1
+        g2 = Geom()
+        g2.pos = pos2[tid] - origin
+        g2.rot = rot2[tid]
+        g2.size = size2[tid]
+        g2.margin = 0.0
+        g2.index = -1
+        g2.vertadr = vertadr2
+        g2.vertnum = vertnum2
+        g2.graphadr = graphadr2
+        g2.vert = mesh_vert
+        g2.graph = mesh_graph
+        g2.mesh_polyadr = -1
+        if wp.static(use_ccd):
+            dist, ncon, x1, x2, idx = ccd(
+                tolerance, cutoff, gjk_iterations, epa_iterations, g1, g2, wp.static(type1),
+                wp.static(type2),
+                g1.pos, g2.pos, epa_vert[tid], epa_vert_index[tid], epa_face[tid], epa_pr[tid],
+                epa_norm2[tid], epa_horizon[tid], False, tid, overflow)
+            dist_out[tid] = dist
+            flag_out[tid] = ncon
+        else:
+            needs_epa, dist, ncon, x1, x2, res, h1, h2 = gjk_phase(
+                tolerance, cutoff, gjk_iterations, g1, g2, wp.static(type1), wp.static(type2),
+                g1.pos, g2.pos)
+            dist_out[tid] = dist
+            flag_out[tid] = wp.where(needs_epa, 1, 0)
+
+    _WARP_KERNELS[cache_key] = kernel
+    return kernel
+
+
+def _warp_size(shape: str, params: dict, n: int) -> np.ndarray:
+    """(n,3) MuJoCo ``geom_size`` rows."""
+    s = np.zeros((n, 3))
+    if shape == "sphere":
+        s[:, 0] = params["radius"]
+    elif shape in ("capsule", "cylinder"):
+        s[:, 0], s[:, 1] = params["radius"], params["half_length"]
+    elif shape == "box":
+        s[:] = params["half_extents"]
+    elif shape == "ellipsoid":
+        s[:] = params["radii"]
+    return s
+
+
+def run_mujoco_warp(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> dict:
+    """MuJoCo Warp GJK/EPA over the N pairs in one kernel launch on Warp device ``"cpu"``.
+
+    ``signed_distance`` calls ``collision_gjk.ccd`` (GJK, then EPA when overlapping);
+    ``distance`` calls ``gjk_phase`` only (overlap -> 0); ``intersect`` calls ``gjk_phase`` with
+    cutoff 0 (early exit on a separating direction).  Meshes use MuJoCo's compiled hull
+    vertices and vertex-adjacency graph (hill climbing for >= 10 vertices), as MJWarp does.
+    """
+    import warp as wp
+
+    _quiet_warp()
+    import mujoco
+    from mujoco_warp._src.types import MJ_MAX_EPAFACES, MJ_MAX_EPAHORIZON
+
+    _check_query(query)
+    wp.init()
+    dev = "cpu"
+    n = case.n
+    m = build_mj_model(case, n_pairs=1)
+    pa, ra, pb, rb = geom_world_poses(case, m)
+    tol, iters = float(m.opt.ccd_tolerance), int(m.opt.ccd_iterations)
+    mesh_vert = m.mesh_vert if m.nmesh else np.zeros((1, 3))
+    mesh_graph = m.mesh_graph if m.nmesh else np.zeros(1, dtype=np.int32)
+
+    def mesh_args(gid: int) -> tuple[int, int, int]:
+        mid = int(m.geom_dataid[gid])
+        if mid < 0:
+            return 0, 0, -1
+        return int(m.mesh_vertadr[mid]), int(m.mesh_vertnum[mid]), int(m.mesh_graphadr[mid])
+
+    def arr(x, dtype):
+        return wp.array(np.ascontiguousarray(x, dtype=np.float32), dtype=dtype, device=dev)
+
+    args = [
+        arr(pa, wp.vec3), arr(ra, wp.mat33), arr(_warp_size(case.shape_a, case.params_a, n),
+                                                 wp.vec3), *mesh_args(0),
+        arr(pb, wp.vec3), arr(rb, wp.mat33), arr(_warp_size(case.shape_b, case.params_b, n),
+                                                 wp.vec3), *mesh_args(1),
+        arr(mesh_vert, wp.vec3), wp.array(np.asarray(mesh_graph, np.int32), dtype=int, device=dev),
+        tol, 0.0 if query == "intersect" else 1.0e30, iters, iters,
+        wp.empty((n, 10 + 2 * iters), dtype=wp.vec3, device=dev),
+        wp.empty((n, 10 + 2 * iters), dtype=int, device=dev),
+        wp.empty((n, 6 + MJ_MAX_EPAFACES * iters), dtype=int, device=dev),
+        wp.empty((n, 6 + MJ_MAX_EPAFACES * iters), dtype=wp.vec3, device=dev),
+        wp.empty((n, 6 + MJ_MAX_EPAFACES * iters), dtype=float, device=dev),
+        wp.empty((n, MJ_MAX_EPAHORIZON), dtype=int, device=dev),
+        wp.zeros(16, dtype=int, device=dev),
+    ]
+    dist_out = wp.zeros(n, dtype=float, device=dev)
+    flag_out = wp.zeros(n, dtype=int, device=dev)
+    kernel = _warp_kernel("ccd" if query == "signed_distance" else "gjk", int(m.geom_type[0]),
+                          int(m.geom_type[1]))
+
+    def launch(dim: int = n):
+        wp.launch(kernel, dim=dim, inputs=args, outputs=[dist_out, flag_out], device=dev)
+        wp.synchronize_device(dev)
+
+    launch()  # compile + warm up
+    overhead, _ = _best_time(lambda: launch(1), 20)
+    seconds, _ = _best_time(launch, repeats)
+    raw = dist_out.numpy().astype(np.float64)
+    flag = flag_out.numpy()
+    if query == "signed_distance":
+        dist = np.where(flag > 0, raw, np.nan)  # ncontact 0: EPA failed
+        inter = dist < 0.0
+    else:
+        inter = (flag > 0) | (raw < 0.0)
+        if query == "distance":
+            dist = np.where(inter, 0.0, raw)
+        else:
+            dist = np.full(n, np.nan)
+    notes = (f"mujoco_warp {importlib.metadata.version('mujoco-warp')} / warp {wp.__version__}"
+             f" (mujoco {mujoco.__version__} compiler), "
+             f"{'ccd (GJK+EPA)' if query == 'signed_distance' else 'gjk_phase'} for all kinds, "
+             f"custom kernel 1 thread/pair, device cpu (serial), float32, tol={tol:g}, "
+             f"iterations={iters}; timed = launch+synchronize; overhead = dim-1 launch")
+    return _result(dist, inter, seconds, overhead, notes)
+
+
+# --------------------------------------------------------------------------------------------
+# MJX (JAX backend)
+
+_MJX_TYPES = {"sphere": 2, "capsule": 3, "ellipsoid": 4, "cylinder": 5, "box": 6, "mesh": 7}
+
+
+def mjx_supports(case: C.Case) -> bool:
+    """Whether MJX has a collider for the case's geom type pair."""
+    from mujoco.mjx._src import collision_driver
+
+    t1, t2 = _MJX_TYPES[_MJ_TYPE[case.shape_a]], _MJX_TYPES[_MJ_TYPE[case.shape_b]]
+    return (min(t1, t2), max(t1, t2)) in collision_driver._COLLISION_FUNC
+
+
+def _mjx_collider(case: C.Case):
+    """Jitted MJX collider over all pairs of ``case``: returns (fn(xpos, xmat) -> (N,), args)."""
+    import jax
+    from mujoco import mjx
+    from mujoco.mjx._src import collision_driver
+    from mujoco.mjx._src.collision_types import FunctionKey
+
+    n = case.n
+    m = build_mj_model(case)
+    pa, ra, pb, rb = geom_world_poses(case, m)
+    t1, t2 = int(m.geom_type[0]), int(m.geom_type[1])
+    ga, gb = np.arange(0, 2 * n, 2), np.arange(1, 2 * n, 2)
+    if t1 > t2:
+        ga, gb, t1, t2 = gb, ga, t2, t1
+    fn = collision_driver._COLLISION_FUNC[(t1, t2)]
+    key = FunctionKey(types=(t1, t2), data_ids=(int(m.geom_dataid[ga[0]]),
+                                                int(m.geom_dataid[gb[0]])), condim=3)
+    mx = mjx.put_model(m)
+    if m.nmesh:  # put_model only pre-processes meshes of colliding pairs; all ours are static
+        from mujoco.mjx._src import mesh as mjx_mesh
+
+        hulls = tuple(mjx_mesh.convex(m, i) for i in range(m.nmesh))
+        mx = mx.replace(_impl=mx._impl.replace(mesh_convex=hulls))
+    dx = mjx.make_data(mx)
+    geom = jax.numpy.asarray(np.stack([ga, gb], axis=1))
+    xpos = np.empty((2 * n, 3), np.float32)
+    xmat = np.empty((2 * n, 3, 3), np.float32)
+    xpos[0::2], xpos[1::2], xmat[0::2], xmat[1::2] = pa, pb, ra, rb
+
+    @jax.jit
+    def collide(xpos, xmat):
+        dist, _, _ = fn(mx, dx.replace(geom_xpos=xpos, geom_xmat=xmat), key, geom)
+        return dist.reshape(n, -1).min(axis=1)  # min over the collider's ncon contacts
+
+    name = f"{mujoco_type_name(t1)}-{mujoco_type_name(t2)} (ncon={fn.ncon})"
+    return collide, (jax.device_put(xpos), jax.device_put(xmat)), name
+
+
+def mujoco_type_name(t: int) -> str:
+    """MuJoCo geom type id -> lower-case name."""
+    return {v: k for k, v in _MJX_TYPES.items()}.get(t, str(t))
+
+
+def run_mjx(case: C.Case, query: str = "signed_distance", repeats: int = 3,
+            time_budget_s: float = 20.0) -> dict:
+    """MJX colliders (``collision_driver._COLLISION_FUNC``), jitted, batched over the pairs.
+
+    The collider returns up to ``ncon`` contacts per pair; the signed distance is their min.
+    These are contact routines: only negative values are distances (penetration).  Separated
+    pairs get NaN for every query's ``distance``; ``distance`` is 0 where MJX reports contact.
+
+    MJX's mesh collider (SAT over all edge pairs) is very slow for large meshes, so when a probe
+    on 16 pairs predicts more than ``time_budget_s`` for ``repeats + 1`` runs over all N pairs,
+    only the first ``n_timed`` pairs are run (the rest are NaN) and ``seconds`` is extrapolated
+    linearly to N; the result then carries ``n_timed`` < N and says so in ``notes``.
+    """
+    import jax
+    import mujoco
+
+    _check_query(query)
+    n = case.n
+    if not mjx_supports(case):
+        return _result(np.full(n, np.nan), np.zeros(n, bool), np.nan, None,
+                       f"mjx: no collider for {case.kind}")
+    n_timed = n
+    if n > 64:
+        probe = C.subset(case, slice(0, 16))
+        f, args, _ = _mjx_collider(probe)
+        f(*args).block_until_ready()
+        t, _ = _best_time(lambda: f(*args).block_until_ready(), 1)
+        per_pair = t / 16
+        n_timed = int(min(n, max(16, time_budget_s / (per_pair * (repeats + 1)))))
+    sub = case if n_timed == n else C.subset(case, slice(0, n_timed))
+    f, args, name = _mjx_collider(sub)
+    f(*args).block_until_ready()  # compile + warm up
+    seconds, raw = _best_time(lambda: f(*args).block_until_ready(), repeats)
+    seconds *= n / n_timed
+    raw = np.concatenate([np.asarray(raw, dtype=np.float64), np.full(n - n_timed, np.nan)])
+
+    trivial = jax.jit(lambda x: x + 1.0)
+    z = jax.device_put(np.zeros(n, np.float32))
+    trivial(z).block_until_ready()
+    overhead, _ = _best_time(lambda: trivial(z).block_until_ready(), 50)
+    inter = raw < 0.0
+    if query == "signed_distance":
+        dist = np.where(inter, raw, np.nan)
+    elif query == "distance":
+        dist = np.where(inter, 0.0, np.nan)
+    else:
+        dist = np.full(n, np.nan)
+    notes = (f"mujoco-mjx {importlib.metadata.version('mujoco-mjx')} (jax {jax.__version__}, "
+             f"mujoco {mujoco.__version__}) collider {name}, contact routine, jit, float32, "
+             f"XLA CPU default threads; separated pairs have no distance (NaN); overhead = "
+             f"jitted x+1 dispatch")
+    if n_timed < n:
+        notes += f"; ONLY {n_timed}/{n} pairs run, seconds extrapolated linearly to N"
+    out = _result(dist, inter, seconds, overhead, notes)
+    out["n_timed"] = n_timed
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Coal
+
+
+def _coal_shapes(coal, shape: str, params: dict, n: int) -> list:
+    """One coal shape per pair (a shared hull for polytopes)."""
+    if shape == "polytope":
+        pts = coal.StdVec_Vec3s()
+        for v in np.asarray(params["vertices"], dtype=np.float64):
+            pts.append(v)
+        hull = coal.ConvexBase.convexHull(pts, True, "")
+        return [hull] * n
+    out = []
+    for i in range(n):
+        if shape == "sphere":
+            out.append(coal.Sphere(float(params["radius"][i])))
+        elif shape == "capsule":
+            out.append(coal.Capsule(float(params["radius"][i]),
+                                    2.0 * float(params["half_length"][i])))
+        elif shape == "cylinder":
+            out.append(coal.Cylinder(float(params["radius"][i]),
+                                     2.0 * float(params["half_length"][i])))
+        elif shape == "box":
+            out.append(coal.Box(*(2.0 * params["half_extents"][i])))
+        elif shape == "ellipsoid":
+            out.append(coal.Ellipsoid(*params["radii"][i]))
+        else:
+            raise ValueError(shape)
+    return out
+
+
+def _coal_overhead(coal, n: int = 20000) -> tuple[float, float]:
+    """(seconds per coal.distance call on far-apart spheres, seconds per empty loop step)."""
+    s = coal.Sphere(0.1)
+    t0, t1 = coal.Transform3s(), coal.Transform3s(np.eye(3), np.array([5.0, 0.0, 0.0]))
+    req, res = coal.DistanceRequest(), coal.DistanceResult()
+    f = coal.distance
+    tic = time.perf_counter()
+    for _ in range(n):
+        res.clear()
+        f(s, t0, s, t1, req, res)
+    call = (time.perf_counter() - tic) / n
+    tic = time.perf_counter()
+    for _ in range(n):
+        pass
+    return call, (time.perf_counter() - tic) / n
+
+
+def run_coal(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> dict:
+    """Coal per pair in a Python loop (one thread).
+
+    ``signed_distance``: ``coal.distance`` with ``enable_signed_distance=True`` (EPA on
+    overlap); ``distance``: the same with ``enable_signed_distance=False``, clamped at 0;
+    ``intersect``: ``coal.collide`` with a default (boolean, no contact) request.
+    """
+    import coal
+
+    _check_query(query)
+    n = case.n
+    sa = _coal_shapes(coal, case.shape_a, case.params_a, n)
+    sb = _coal_shapes(coal, case.shape_b, case.params_b, n)
+    ra, rb = case.rotmat_a(), case.rotmat_b()
+    ta = [coal.Transform3s(ra[i], case.pos_a[i]) for i in range(n)]
+    tb = [coal.Transform3s(rb[i], case.pos_b[i]) for i in range(n)]
+    out = np.empty(n)
+    if query == "intersect":
+        creq, cres = coal.CollisionRequest(), coal.CollisionResult()
+        f = coal.collide
+
+        def loop():
+            for i in range(n):
+                cres.clear()
+                out[i] = f(sa[i], ta[i], sb[i], tb[i], creq, cres)
+            return out.copy()
+    else:
+        req, res = coal.DistanceRequest(), coal.DistanceResult()
+        req.enable_signed_distance = query == "signed_distance"
+        f = coal.distance
+
+        def loop():
+            for i in range(n):
+                res.clear()  # DistanceResult keeps the running minimum otherwise
+                out[i] = f(sa[i], ta[i], sb[i], tb[i], req, res)
+            return out.copy()
+
+    seconds, raw = _best_time(loop, repeats)
+    if query == "intersect":
+        dist, inter = np.full(n, np.nan), raw > 0
+    else:
+        dist, inter = _finish(raw, query)
+    call, empty = _coal_overhead(coal)
+    notes = (f"coal {importlib.metadata.version('coal')} "
+             f"{'collide' if query == 'intersect' else 'distance'} per pair, Python loop, "
+             f"1 thread, float64, default GJK/EPA tolerances; overhead = far-sphere "
+             f"coal.distance call ({call * 1e6:.2f} us; empty loop step {empty * 1e9:.0f} ns)")
+    return _result(dist, inter, seconds, call, notes)
+
+
+# --------------------------------------------------------------------------------------------
+# registry
+
+PEERS = {
+    "mujoco": (run_mujoco, "mujoco"),
+    "mujoco_warp": (run_mujoco_warp, "mujoco_warp"),
+    "mjx": (run_mjx, "mujoco.mjx"),
+    "coal": (run_coal, "coal"),
+}
+_DISTS = {"mujoco": "mujoco", "mujoco_warp": "mujoco-warp", "mjx": "mujoco-mjx", "coal": "coal"}
+
+
+def available_peers() -> list[str]:
+    """Names of the peers whose Python packages import in this interpreter."""
+    ok = []
+    for name, (_, module) in PEERS.items():
+        try:
+            if name == "mujoco_warp":
+                _quiet_warp()
+            importlib.import_module(module)
+            ok.append(name)
+        except Exception:  # noqa: BLE001 - any import failure means "not available"
+            pass
+    return ok
+
+
+def peer_versions() -> dict[str, str]:
+    """Installed distribution versions of the peers (and jax/warp), 'missing' if absent."""
+    out = {}
+    for dist in ("mujoco", "mujoco-warp", "warp-lang", "mujoco-mjx", "coal", "jax", "jaxlib",
+                 "numpy"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "missing"
+    return out
+
+
+def run_peer(name: str, case: C.Case, query: str = "signed_distance", repeats: int = 3) -> dict:
+    """Dispatch to ``run_<name>``."""
+    return PEERS[name][0](case, query, repeats)
+
+
+# --------------------------------------------------------------------------------------------
+# self-check
+
+
+def selfcheck(n: int = 2000, seed: int = 0, peers: list[str] | None = None,
+              query: str = "signed_distance") -> None:
+    """Print throughput and max abs disagreement of every peer on every case of the suite."""
+    peers = peers or available_peers()
+    print("versions:", " ".join(f"{k}={v}" for k, v in peer_versions().items()))
+    print(f"N={n} pairs per case, query={query}; 'dev' = max |d_peer - d_ref| over pairs where "
+          "both are finite; ref = float64 closed form (cf) if available else per-pair median of "
+          "the peers (med); 'miss' = pairs with NaN; 'flag' = intersect flags != truth; "
+          "'ovh us' = per-call overhead in microseconds")
+    hdr = (f"{'case':<26}{'peer':<12}{'pairs/s':>12}{'ovh us':>9}{'ref':>5}{'dev':>10}"
+           f"{'miss':>6}{'flag':>6}")
+    print(hdr)
+    print("-" * len(hdr))
+    for kind, nv in C.all_case_specs():
+        for pen in (False, True):
+            case = C.make_case(kind, n, pen, seed, nv)
+            results = {}
+            for p in peers:
+                try:
+                    results[p] = run_peer(p, case, query)
+                except Exception as e:  # noqa: BLE001 - report and go on
+                    results[p] = _result(np.full(n, np.nan), np.zeros(n, bool), np.nan, None,
+                                         f"ERROR {type(e).__name__}: {e}")
+            ref = C.reference_signed_distance(case)
+            src = "cf"
+            if np.all(np.isnan(ref)):
+                stack = np.stack([r["distance"] for r in results.values()])
+                with np.errstate(all="ignore"):
+                    ref = np.nanmedian(stack, axis=0) if np.isfinite(stack).any() else ref
+                src = "med"
+            for p, r in results.items():
+                k = r.get("n_timed", n)  # pairs the peer actually ran
+                d = r["distance"][:k]
+                ok = np.isfinite(d) & np.isfinite(ref[:k])
+                dev = f"{np.max(np.abs(d[ok] - ref[:k][ok])):.2e}" if ok.any() else "n/a"
+                rate = n / r["seconds"] if np.isfinite(r["seconds"]) else np.nan
+                ovh = r["per_call_overhead_s"]
+                ovh_s = f"{ovh * 1e6:.2f}" if ovh is not None else "-"
+                flag = int(np.sum(r["intersect"][:k] != pen)) if np.isfinite(rate) else -1
+                print(f"{case.label:<26}{p:<12}{rate:>12.0f}{ovh_s:>9}{src:>5}{dev:>10}"
+                      f"{int(np.sum(~np.isfinite(d))):>6}{flag:>6}"
+                      + (f"  (ran {k} pairs)" if k < n else ""))
+                if r["notes"].startswith(("ERROR", "mjx: no")):
+                    print(f"    {p}: {r['notes'][:200]}")
+            sys.stdout.flush()
+    print("\nnotes per peer (last case):")
+    for p, r in results.items():
+        print(f"  {p}: {r['notes']}")
+
+
+def main(argv=None) -> None:
+    """CLI: ``--selfcheck`` runs ``selfcheck``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--selfcheck", action="store_true")
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--peers", default=None, help="comma-separated subset of peers")
+    ap.add_argument("--query", default="signed_distance", choices=QUERIES)
+    a = ap.parse_args(argv)
+    if a.selfcheck:
+        selfcheck(a.n, a.seed, a.peers.split(",") if a.peers else None, a.query)
+    else:
+        print("peers available:", available_peers())
+        print(peer_versions())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""Expanding Polytope Algorithm: penetration depth of overlapping cores (van den Bergen 2001, "Proximity
+queries and penetration depth computation on 3D game objects"; 2004, §4.4).
+
+The polytope lives in fixed-size arrays sized from the iteration bound: vertices (support points of D),
+faces (vertex indices, outward unit normal, distance to the origin, validity) and face adjacency (the
+face across each edge). One step: take the valid face nearest the origin, the support point w of D along
+its normal, stop when the gap between the support plane and the face is within tolerance; otherwise
+remove the faces that see w, and close the hole by joining w to the horizon (the edges between seen and
+unseen faces), which the adjacency gives in O(faces) without search.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._dataclass import pytree_dataclass
+from ._minkowski import RelativePair, SupportPoint
+from ._result import Simplex, Status
+from ._shapes import unit_vector
+from ._simplex import face_weights
+
+RUNNING = -1
+_NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
+
+
+def _adjacency(faces: np.ndarray) -> np.ndarray:
+    """For each face (F, 3) and edge k, the index of the face sharing that edge (reversed)."""
+    owner = {(f[k], f[_NEXT[k]]): i for i, f in enumerate(faces) for k in range(3)}
+    return np.array([[owner[(f[_NEXT[k]], f[k])] for k in range(3)] for f in faces])
+
+
+# Initial polytopes on 5 vertex slots, indexed by the GJK simplex size k (2, 3 or 4), each with 6 face
+# slots: a tetrahedron (two unused faces), or a triangular bipyramid around the triangle / segment.
+_TETRAHEDRON = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+_AROUND_TRIANGLE = np.array([[0, 1, 3], [1, 2, 3], [2, 0, 3], [1, 0, 4], [2, 1, 4], [0, 2, 4]])
+_AROUND_SEGMENT = np.array([[0, 2, 3], [0, 3, 4], [0, 4, 2], [1, 3, 2], [1, 4, 3], [1, 2, 4]])
+
+
+def _padded(faces):
+    adjacency = _adjacency(faces)
+    pad = 6 - len(faces)
+    return (np.concatenate([faces, np.zeros((pad, 3), int)]),
+            np.concatenate([adjacency, np.zeros((pad, 3), int)]),
+            np.arange(6) < len(faces))
+
+
+_TEMPLATES = [_padded(f) for f in (_AROUND_SEGMENT, _AROUND_TRIANGLE, _TETRAHEDRON)]
+_TEMPLATE_FACES = np.stack([t[0] for t in _TEMPLATES])  # (3, 6, 3), indexed by k - 2
+_TEMPLATE_ADJACENCY = np.stack([t[1] for t in _TEMPLATES])
+_TEMPLATE_VALID = np.stack([t[2] for t in _TEMPLATES])
+
+
+@pytree_dataclass
+class EPAState:
+    """Loop carry of EPA (A's frame).
+
+    Fields:
+        vertices: SupportPoint with (V, ·) leaves; num_vertices: () int32 slots in use.
+        faces: (F, 3) int32 vertex indices, counter-clockwise seen from outside.
+        adjacency: (F, 3) int32 face across edge k (corner k to corner k+1).
+        normals: (F, 3) outward unit normals; distances: (F,) plane distance to the origin.
+        valid: (F,) bool live faces.
+        nearest: () int32 index of the nearest valid face at the last step.
+        upper_bound: () least support-plane distance seen (the depth lies between).
+        iterations: () int32; status: () int32, RUNNING or a `Status`.
+    """
+
+    vertices: SupportPoint
+    num_vertices: jnp.ndarray
+    faces: jnp.ndarray
+    adjacency: jnp.ndarray
+    normals: jnp.ndarray
+    distances: jnp.ndarray
+    valid: jnp.ndarray
+    nearest: jnp.ndarray
+    upper_bound: jnp.ndarray
+    iterations: jnp.ndarray
+    status: jnp.ndarray
+
+
+def _face_planes(points, faces):
+    """Outward unit normals (F, 3) and origin distances (F,) of `faces` (F, 3) over `points` (V, 3).
+
+    A degenerate (zero-area) face gets distance +inf so that it is never the nearest face.
+    """
+    a, b, c = points[faces[:, 0]], points[faces[:, 1]], points[faces[:, 2]]
+    normals = unit_vector(jnp.cross(b - a, c - a))
+    degenerate = jnp.all(normals == 0, axis=-1)
+    distances = jnp.where(degenerate, jnp.inf, jnp.sum(normals * a, axis=-1))
+    return normals, distances
+
+
+def _perpendicular_directions(axis):
+    """Three unit directions (3, 3) perpendicular to `axis` (3,), 120° apart."""
+    helper = jnp.eye(3, dtype=axis.dtype)[jnp.argmin(jnp.abs(axis))]
+    u = unit_vector(jnp.cross(axis, helper))
+    v = unit_vector(jnp.cross(axis, u))
+    angles = jnp.array([0, 2 * np.pi / 3, 4 * np.pi / 3], axis.dtype)
+    return jnp.cos(angles)[:, None] * u + jnp.sin(angles)[:, None] * v
+
+
+def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int) -> EPAState:
+    """Grow GJK's final simplex (2 to 4 points enclosing the origin) into a closed polytope."""
+    order = jnp.argsort(~simplex.mask, stable=True)  # used slots first
+    start = pair.points_from_directions(simplex.directions_a[order], simplex.directions_b[order])
+    count = jnp.sum(simplex.mask)
+    p = start.point
+    # Extra support directions: ±normal of a triangle, or three directions around a segment.
+    triangle_normal = unit_vector(jnp.cross(p[1] - p[0], p[2] - p[0]))
+    directions = jnp.where(
+        count == 3,
+        jnp.stack([triangle_normal, -triangle_normal, triangle_normal]),
+        _perpendicular_directions(unit_vector(p[1] - p[0])),
+    )
+    extra = jax.vmap(pair.support)(directions)
+    first_extra = jnp.clip(count, 2, 4)  # slot of the first extra point
+    slot_source = jnp.arange(5) - first_extra  # < 0: simplex point; ≥ 0: extra point
+    take = lambda simplex_leaf, extra_leaf: jnp.where(  # noqa: E731
+        (slot_source < 0)[:, None], simplex_leaf[jnp.minimum(jnp.arange(5), 3)],
+        extra_leaf[jnp.clip(slot_source, 0, 2)])
+    five = jax.tree_util.tree_map(take, start, extra)
+
+    template = jnp.clip(count, 2, 4) - 2
+    faces = jnp.asarray(_TEMPLATE_FACES)[template]
+    adjacency = jnp.asarray(_TEMPLATE_ADJACENCY)[template]
+    valid = jnp.asarray(_TEMPLATE_VALID)[template]
+    # Wind every face outward: flip all if the first face's normal points at the centroid.
+    num_vertices = jnp.where(count >= 4, 4, 5).astype(jnp.int32)
+    used = jnp.arange(5) < num_vertices
+    centroid = jnp.sum(jnp.where(used[:, None], five.point, 0), axis=0) / jnp.sum(used)
+    first_normal, _ = _face_planes(five.point, faces[:1])
+    flip = jnp.dot(first_normal[0], five.point[faces[0, 0]] - centroid) < 0
+    faces = jnp.where(flip, faces[:, [0, 2, 1]], faces)
+    adjacency = jnp.where(flip, adjacency[:, [2, 1, 0]], adjacency)
+
+    num_faces = 2 * capacity
+    vertices = jax.tree_util.tree_map(
+        lambda leaf: jnp.zeros((capacity,) + leaf.shape[1:], leaf.dtype).at[:5].set(leaf), five)
+    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:6].set(faces)
+    adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:6].set(adjacency)
+    valid = jnp.zeros(num_faces, bool).at[:6].set(valid)
+    normals, distances = _face_planes(vertices.point, faces)
+    dtype = p.dtype
+    # A one-point simplex means GJK touched D's boundary at a vertex: depth 0, nothing to expand.
+    status = jnp.where(count < 2, Status.INTERSECTING, RUNNING).astype(jnp.int32)
+    return EPAState(vertices, num_vertices, faces, adjacency, normals, distances, valid,
+                    jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32),
+                    status)
+
+
+def _nearest_face(state: EPAState):
+    return jnp.argmin(jnp.where(state.valid, state.distances, jnp.inf)).astype(jnp.int32)
+
+
+def _expand(state: EPAState, w: SupportPoint, nearest) -> tuple[EPAState, jnp.ndarray]:
+    """Add `w` as a vertex: remove the faces that see it and cone the horizon to it.
+
+    Returns the new state and whether the horizon was a consistent simple cycle.
+    """
+    num_faces = state.faces.shape[0]
+    new_index = state.num_vertices
+    corner = state.vertices.point[state.faces[:, 0]]
+    sees = state.valid & (jnp.sum(state.normals * (w.point - corner), axis=-1) > 0)
+    sees = sees.at[nearest].set(True)
+
+    # Horizon edges: edge k of a seen face whose neighbour across it is not seen.
+    horizon = sees[:, None] & ~sees[state.adjacency]  # (F, 3)
+    edge_start = state.faces
+    edge_end = state.faces[:, _NEXT]
+    flat_horizon = horizon.reshape(-1)
+    rank = jnp.cumsum(flat_horizon) - 1
+    free = ~(state.valid & ~sees)
+    free_slots = jnp.nonzero(free, size=num_faces, fill_value=num_faces)[0]
+    new_slot = jnp.where(flat_horizon, free_slots[jnp.clip(rank, 0, num_faces - 1)], num_faces)
+
+    # Along the horizon cycle, the new face on edge (a, b) meets the one starting at b and the one
+    # ending at a; index them by vertex (each horizon vertex starts exactly one edge on a simple cycle).
+    capacity = state.vertices.point.shape[0]
+    starts = edge_start.reshape(-1)
+    ends = edge_end.reshape(-1)
+    by_start = jnp.full(capacity, num_faces, jnp.int32).at[
+        jnp.where(flat_horizon, starts, capacity)].set(new_slot, mode="drop")
+    by_end = jnp.full(capacity, num_faces, jnp.int32).at[
+        jnp.where(flat_horizon, ends, capacity)].set(new_slot, mode="drop")
+    start_count = jnp.zeros(capacity, jnp.int32).at[
+        jnp.where(flat_horizon, starts, capacity)].add(1, mode="drop")
+    consistent = (jnp.all(start_count <= 1) & jnp.all(~flat_horizon | (by_start[ends] < num_faces))
+                  & (jnp.max(new_slot, initial=0, where=flat_horizon) < num_faces))
+
+    outside = jnp.repeat(jnp.arange(num_faces, dtype=jnp.int32), 3)  # the seen face of each edge
+    neighbour = state.adjacency.reshape(-1)
+    new_faces = jnp.stack([starts, ends, jnp.full_like(starts, new_index)], axis=-1)
+    new_adjacency = jnp.stack([neighbour, by_start[ends], by_end[starts]], axis=-1)
+    faces = state.faces.at[new_slot].set(new_faces, mode="drop")
+    adjacency = state.adjacency.at[new_slot].set(new_adjacency, mode="drop")
+    # The unseen neighbour's edge that pointed at the removed face now points at the new face.
+    neighbour_edge = jnp.argmax(state.adjacency[neighbour] == outside[:, None], axis=-1)
+    adjacency = adjacency.at[jnp.where(flat_horizon, neighbour, num_faces), neighbour_edge].set(
+        new_slot, mode="drop")
+    valid = (state.valid & ~sees).at[new_slot].set(True, mode="drop")
+
+    vertices = jax.tree_util.tree_map(lambda s, x: s.at[new_index].set(x), state.vertices, w)
+    normals, distances = _face_planes(vertices.point, faces)
+    # Only the new faces changed; keep the others' planes bit-for-bit.
+    changed = jnp.zeros(num_faces, bool).at[new_slot].set(True, mode="drop")
+    normals = jnp.where(changed[:, None], normals, state.normals)
+    distances = jnp.where(changed, distances, state.distances)
+    expanded = EPAState(vertices, new_index + 1, faces, adjacency, normals, distances, valid,
+                        state.nearest, state.upper_bound, state.iterations, state.status)
+    return expanded, consistent
+
+
+def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance: float,
+        active) -> EPAState:
+    """Run EPA from GJK's final `simplex` (origin enclosed or touched); lanes with `active` False
+    start finished. The state's `nearest` face gives the depth, normal and witness points."""
+    capacity = max_iterations + 5
+
+    def keep_going(state: EPAState):
+        return (state.status == RUNNING) & (state.iterations < max_iterations)
+
+    def step(state: EPAState) -> EPAState:
+        nearest = _nearest_face(state)
+        normal = state.normals[nearest]
+        lower_bound = state.distances[nearest]
+        w = pair.support(normal)
+        support_distance = jnp.dot(normal, w.point)
+        upper_bound = jnp.minimum(state.upper_bound, support_distance)
+        scale = jnp.sqrt(jnp.max(jnp.sum(state.vertices.point**2, axis=-1)))
+        repeated = jnp.any(
+            (jnp.arange(capacity) < state.num_vertices)
+            & jnp.all(state.vertices.point == w.point, axis=-1))
+        converged = repeated | (upper_bound - lower_bound <= tolerance * scale)
+        full = state.num_vertices >= capacity
+        expanded, consistent = _expand(state, w, nearest)
+        status = jnp.select(
+            [converged, ~jnp.isfinite(lower_bound), full | ~consistent],
+            [Status.PENETRATING, Status.DEGENERATE, Status.DEGENERATE], RUNNING).astype(jnp.int32)
+        accept = status == RUNNING
+        pick = lambda new, old: jnp.where(accept, new, old)  # noqa: E731
+        kept = jax.tree_util.tree_map(pick, expanded, state)
+        return EPAState(kept.vertices, kept.num_vertices, kept.faces, kept.adjacency, kept.normals,
+                        kept.distances, kept.valid, nearest, upper_bound, state.iterations + 1,
+                        status)
+
+    state = _initial_state(pair, simplex, capacity)
+    state = EPAState(state.vertices, state.num_vertices, state.faces, state.adjacency, state.normals,
+                     state.distances, state.valid, state.nearest, state.upper_bound,
+                     state.iterations, jnp.where(active, state.status, Status.PENETRATING))
+    state = jax.lax.while_loop(keep_going, step, state)
+    nearest = _nearest_face(state)
+    status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
+    return EPAState(state.vertices, state.num_vertices, state.faces, state.adjacency, state.normals,
+                    state.distances, state.valid, nearest, state.upper_bound, state.iterations,
+                    status.astype(jnp.int32))
+
+
+def nearest_face_simplex(state: EPAState) -> Simplex:
+    """The nearest face as a three-point `Simplex` with the origin's projection weights."""
+    corners = state.faces[state.nearest]
+    vertices = jax.tree_util.tree_map(
+        lambda leaf: jnp.concatenate([leaf[corners], jnp.zeros_like(leaf[:1])]), state.vertices)
+    mask = jnp.array([True, True, True, False])
+    weights = face_weights(vertices.point, mask)
+    return Simplex(vertices.direction_a, vertices.direction_b, vertices.point_a, vertices.point_b,
+                   weights, mask)

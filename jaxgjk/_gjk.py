@@ -1,0 +1,148 @@
+"""GJK distance on the Minkowski difference of two cores (Gilbert, Johnson, Keerthi 1988;
+van den Bergen 1999, "A fast and robust GJK implementation for collision detection of convex objects").
+
+One `lax.while_loop` with a hard iteration bound. Each step takes the support point w of D = B − A along
+−v, where v is the current closest point, tests termination, adds w to the simplex and replaces v by the
+closest point of the new simplex (`_simplex.closest_point`). Stopping tests, each a guarantee:
+- duality gap: ``|v|² − v·w ≤ tol·|v|·max|w|`` gives ``|v| − d ≤ tol·max|w|`` since v·w/|v| ≤ d ≤ |v|;
+- repeated support point or no decrease of |v|: no further progress is possible in this precision;
+- the simplex encloses the origin, or |v| ≤ 4 eps max|w|: the cores intersect or touch;
+- `separation_bound`: the lower bound v·w/|v| exceeds it (early exit of `intersect` and of far pairs);
+- `contact_bound`: the upper bound |v| is at most it (early exit of `intersect` for rounded shapes).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ._dataclass import pytree_dataclass
+from ._minkowski import RelativePair, SupportPoint
+from ._result import Simplex, Status
+from ._simplex import closest_point
+from ._tolerance import epsilon
+
+RUNNING = -1
+
+
+@pytree_dataclass
+class GJKState:
+    """Loop carry of GJK (A's frame).
+
+    Fields:
+        vertices: SupportPoint with (4, ·) leaves, the simplex slots.
+        weights: (4,) barycentric weights of `closest`; mask: (4,) bool slots in use.
+        closest: (3,) v, the simplex point closest to the origin.
+        lower_bound: () best lower bound on the core distance seen so far.
+        scale_sq: () max |w|² over the support points seen (the size of D).
+        iterations: () int32 support evaluations; status: () int32, RUNNING or a `Status`.
+    """
+
+    vertices: SupportPoint
+    weights: jnp.ndarray
+    mask: jnp.ndarray
+    closest: jnp.ndarray
+    lower_bound: jnp.ndarray
+    scale_sq: jnp.ndarray
+    iterations: jnp.ndarray
+    status: jnp.ndarray
+
+    def simplex(self) -> Simplex:
+        """The public `Simplex` view of the state."""
+        v = self.vertices
+        return Simplex(v.direction_a, v.direction_b, v.point_a, v.point_b, self.weights, self.mask)
+
+
+def _touching(norm_sq, scale_sq):
+    """|v| is within rounding of zero relative to the size of D."""
+    return norm_sq <= (4 * epsilon(norm_sq.dtype)) ** 2 * scale_sq
+
+
+def _initial_state(pair: RelativePair, warm_start: Simplex | None) -> GJKState:
+    """A one-point simplex from the centres' direction, or the warm start's re-evaluated simplex."""
+    first = pair.support(-pair.center())
+    dtype = first.point.dtype
+    slots = jax.tree_util.tree_map(lambda leaf: jnp.zeros((4,) + leaf.shape, dtype), first)
+    vertices = jax.tree_util.tree_map(lambda slot, leaf: slot.at[0].set(leaf), slots, first)
+    mask = jnp.array([True, False, False, False])
+    closest, weights = first.point, jnp.array([1, 0, 0, 0], dtype)
+    if warm_start is not None:
+        warm = pair.points_from_directions(warm_start.directions_a, warm_start.directions_b)
+        warm_closest, warm_weights, warm_mask = closest_point(warm.point, warm_start.mask)
+        use_warm = jnp.any(warm_start.mask) & (
+            jnp.sum(warm_closest**2) <= jnp.sum(closest**2)
+        )
+        pick = lambda w, c: jnp.where(use_warm, w, c)  # noqa: E731
+        vertices = jax.tree_util.tree_map(pick, warm, vertices)
+        closest, weights = pick(warm_closest, closest), pick(warm_weights, weights)
+        mask = pick(warm_mask, mask)
+    norm_sq = jnp.sum(closest**2)
+    scale_sq = jnp.max(jnp.where(mask, jnp.sum(vertices.point**2, axis=-1), 0))
+    status = jnp.where(_touching(norm_sq, scale_sq), Status.INTERSECTING, RUNNING)
+    return GJKState(vertices, weights, mask, closest, jnp.zeros((), dtype), scale_sq,
+                    jnp.ones((), jnp.int32), status.astype(jnp.int32))
+
+
+def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
+        separation_bound=jnp.inf, contact_bound=-jnp.inf, warm_start: Simplex | None = None
+        ) -> GJKState:
+    """Run GJK on the cores of `pair`; the final state holds v, the simplex and the status.
+
+    Args:
+        pair: the two cores, B placed in A's frame.
+        max_iterations: hard bound on support evaluations.
+        tolerance: relative duality-gap tolerance (see the module docstring).
+        separation_bound: () stop with BOUND_EXCEEDED once the lower bound exceeds it.
+        contact_bound: () stop with INTERSECTING once |v| ≤ it.
+        warm_start: a previous `Simplex`, re-evaluated at the new relative pose.
+    """
+
+    def keep_going(state: GJKState):
+        return (state.status == RUNNING) & (state.iterations < max_iterations)
+
+    def step(state: GJKState) -> GJKState:
+        v = state.closest
+        w = pair.support(-v)
+        norm_sq = jnp.dot(v, v)
+        v_dot_w = jnp.dot(v, w.point)
+        scale_sq = jnp.maximum(state.scale_sq, jnp.dot(w.point, w.point))
+        norm = jnp.sqrt(norm_sq)  # > 0 while running: a vanishing v stops the loop as touching
+        lower_bound = jnp.maximum(state.lower_bound, v_dot_w / norm)
+        repeated = jnp.any(state.mask & jnp.all(state.vertices.point == w.point, axis=-1))
+        converged = repeated | (norm_sq - v_dot_w <= tolerance * norm * jnp.sqrt(scale_sq))
+        exceeded = lower_bound > separation_bound
+
+        slot = jnp.argmin(state.mask)
+        vertices = jax.tree_util.tree_map(
+            lambda s, x: jnp.where((jnp.arange(4) == slot).reshape((4,) + (1,) * x.ndim), x, s),
+            state.vertices, w)
+        newest = jnp.arange(4) == slot
+        closest, weights, mask = closest_point(vertices.point, state.mask | newest, newest)
+        new_norm_sq = jnp.dot(closest, closest)
+        # No progress beyond rounding. An improvement within rounding is still taken: in float32 the
+        # decrease of |v|² can fall below its ulp while the duality gap is still large.
+        stalled = new_norm_sq > norm_sq * (1 + 4 * epsilon(norm_sq.dtype))
+        intersecting = (jnp.all(mask) | _touching(new_norm_sq, scale_sq)
+                        | (jnp.sqrt(new_norm_sq) <= contact_bound))
+        status = jnp.select(
+            [converged | stalled, exceeded, intersecting],
+            [Status.SEPARATED, Status.BOUND_EXCEEDED, Status.INTERSECTING],
+            RUNNING,
+        ).astype(jnp.int32)
+        accept = ~(converged | stalled | exceeded)
+        pick = lambda new, old: jnp.where(accept, new, old)  # noqa: E731
+        return GJKState(
+            vertices=jax.tree_util.tree_map(pick, vertices, state.vertices),
+            weights=pick(weights, state.weights),
+            mask=pick(mask, state.mask),
+            closest=pick(closest, state.closest),
+            lower_bound=lower_bound,
+            scale_sq=scale_sq,
+            iterations=state.iterations + 1,
+            status=status,
+        )
+
+    state = jax.lax.while_loop(keep_going, step, _initial_state(pair, warm_start))
+    status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
+    return GJKState(state.vertices, state.weights, state.mask, state.closest, state.lower_bound,
+                    state.scale_sq, state.iterations, status.astype(jnp.int32))

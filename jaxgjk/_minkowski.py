@@ -1,0 +1,58 @@
+"""The Minkowski difference D = B − A of two posed cores, in A's local frame."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ._dataclass import pytree_dataclass
+from ._shapes import Shape
+
+
+@pytree_dataclass
+class SupportPoint:
+    """A point of D with the support queries that made it (one row per point under `vmap`).
+
+    Fields:
+        point: (3,) ``R @ point_b + t - point_a``, A's frame.
+        direction_a, direction_b: (3,) support directions in A's and B's local frames.
+        point_a, point_b: (3,) core support points in A's and B's local frames.
+    """
+
+    point: jnp.ndarray
+    direction_a: jnp.ndarray
+    direction_b: jnp.ndarray
+    point_a: jnp.ndarray
+    point_b: jnp.ndarray
+
+
+@pytree_dataclass
+class RelativePair:
+    """Two cores with B placed in A's frame: ``x_A = rotation @ x_B + translation``.
+
+    Working in A's frame keeps float32 accurate for bodies far from the world origin.
+    """
+
+    shape_a: Shape
+    shape_b: Shape
+    rotation: jnp.ndarray  # (3, 3) B's frame to A's frame
+    translation: jnp.ndarray  # (3,) B's origin in A's frame
+
+    def support(self, direction) -> SupportPoint:
+        """Support point of D = B − A along `direction` (3,), A's frame."""
+        return self.point_from_directions(-direction, self.rotation.T @ direction)
+
+    def point_from_directions(self, direction_a, direction_b) -> SupportPoint:
+        """The point s_B(direction_b) − s_A(direction_a) of D, directions in each body's frame."""
+        point_a = self.shape_a.core_support(direction_a)
+        point_b = self.shape_b.core_support(direction_b)
+        point = self.rotation @ point_b + self.translation - point_a
+        return SupportPoint(point, direction_a, direction_b, point_a, point_b)
+
+    def points_from_directions(self, directions_a, directions_b) -> SupportPoint:
+        """`point_from_directions` for stacks (K, 3) of directions."""
+        return jax.vmap(self.point_from_directions)(directions_a, directions_b)
+
+    def center(self):
+        """A point (3,) of D: B's core centre minus A's, A's frame."""
+        return self.rotation @ self.shape_b.center() + self.translation - self.shape_a.center()

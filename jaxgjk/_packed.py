@@ -1,0 +1,110 @@
+"""Mixed kinds of primitives in one pytree, so one compiled kernel serves a heterogeneous batch."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._dataclass import pytree_dataclass
+from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, Polytope, Shape, Sphere, check_array
+
+KINDS = (Sphere, Capsule, Box, Cylinder, Cone, Ellipsoid, Polytope)
+
+
+@pytree_dataclass
+class Packed(Shape):
+    """One primitive of any kind in `KINDS`, selected by `kind` (its index there).
+
+    Fields (the ones a kind does not use are zero):
+        kind: () int32 index into `KINDS`.
+        radius: () Sphere, Capsule, Cylinder and Cone radius.
+        height: () Capsule and Cylinder half_length, Cone half_height.
+        extents: (3,) Box half_extents, Ellipsoid radii.
+        vertices: (P, 3) Polytope vertices, padded; mask: (P,) bool.
+    """
+
+    kind: jnp.ndarray
+    radius: jnp.ndarray
+    height: jnp.ndarray
+    extents: jnp.ndarray
+    vertices: jnp.ndarray
+    mask: jnp.ndarray
+
+    def primitives(self) -> tuple:
+        """The packed parameters read as each kind in `KINDS` (only `kind`'s entry is meaningful)."""
+        return (Sphere(self.radius), Capsule(self.radius, self.height), Box(self.extents),
+                Cylinder(self.radius, self.height), Cone(self.radius, self.height),
+                Ellipsoid(self.extents), Polytope(self.vertices, self.mask))
+
+    def _dispatch(self, method, *args):
+        branches = [lambda s=s: getattr(s, method)(*args) for s in self.primitives()]
+        return jax.lax.switch(jnp.clip(self.kind, 0, len(KINDS) - 1), branches)
+
+    def core_support(self, direction):
+        return self._dispatch("core_support", direction)
+
+    def margin(self):
+        return jnp.where(self.kind <= 1, self.radius, 0).astype(self.dtype())
+
+    def center(self):
+        return self._dispatch("center")
+
+    def is_valid(self):
+        in_range = (self.kind >= 0) & (self.kind < len(KINDS))
+        return in_range & self._dispatch("is_valid")
+
+    def check(self, name):
+        check_array(f"{name}.kind", jnp.asarray(self.kind, jnp.float32), ())
+        check_array(f"{name}.radius", self.radius, ())
+        check_array(f"{name}.height", self.height, ())
+        check_array(f"{name}.extents", self.extents, (3,))
+        check_array(f"{name}.vertices", self.vertices, (None, 3))
+        check_array(f"{name}.mask", self.mask, (np.shape(self.vertices)[0],), floating=False)
+
+
+def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
+    """Stack primitives of mixed kinds into one batched `Packed` shape (leading axis: len(shapes)).
+
+    Args:
+        shapes: a sequence of Sphere, Capsule, Box, Cylinder, Cone, Ellipsoid or Polytope (unbatched).
+        num_vertices: padded vertex count P (default: the largest polytope's, at least 1).
+        dtype: float dtype of the fields (default: promoted from the shapes).
+    """
+    shapes = list(shapes)
+    for index, shape in enumerate(shapes):
+        if type(shape) not in KINDS:
+            raise TypeError(f"shapes[{index}]: pack takes primitives {[k.__name__ for k in KINDS]}, "
+                            f"got {type(shape).__name__}")
+        shape.check(f"shapes[{index}]")
+    polytope_sizes = [np.shape(s.vertices)[0] for s in shapes if isinstance(s, Polytope)]
+    size = num_vertices or max(polytope_sizes, default=1)
+    if polytope_sizes and max(polytope_sizes) > size:
+        raise ValueError(f"num_vertices={size} is less than the largest polytope "
+                         f"({max(polytope_sizes)} vertices)")
+    if dtype is None:
+        dtype = jnp.result_type(*[leaf for s in shapes for leaf in jax.tree_util.tree_leaves(s)
+                                  if jnp.result_type(leaf) != jnp.bool_])
+    rows = []
+    for shape in shapes:
+        row = dict(kind=KINDS.index(type(shape)), radius=0.0, height=0.0, extents=np.zeros(3),
+                   vertices=np.zeros((size, 3)), mask=np.zeros(size, bool))
+        if isinstance(shape, (Sphere, Capsule, Cylinder, Cone)):
+            row["radius"] = np.asarray(shape.radius)
+        if isinstance(shape, (Capsule, Cylinder)):
+            row["height"] = np.asarray(shape.half_length)
+        if isinstance(shape, Cone):
+            row["height"] = np.asarray(shape.half_height)
+        if isinstance(shape, (Box, Ellipsoid)):
+            row["extents"] = np.asarray(shape.half_extents if isinstance(shape, Box) else shape.radii)
+        if isinstance(shape, Polytope):
+            count = np.shape(shape.vertices)[0]
+            row["vertices"][:count] = np.asarray(shape.vertices)
+            row["mask"][:count] = True if shape.mask is None else np.asarray(shape.mask)
+        rows.append(row)
+
+    def stack(key, leaf_dtype):
+        return jnp.asarray(np.stack([np.asarray(row[key]) for row in rows]), leaf_dtype)
+
+    return Packed(stack("kind", jnp.int32), stack("radius", dtype), stack("height", dtype),
+                  stack("extents", dtype), stack("vertices", dtype), stack("mask", bool))

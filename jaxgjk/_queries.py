@@ -1,0 +1,284 @@
+"""The public queries: `distance`, `signed_distance`, `intersect`, with their tangent rules.
+
+Each query validates its inputs at trace time, places B in A's frame, runs GJK on the cores (and EPA
+where they overlap), then adds the margins. Gradients come from a `jax.custom_jvp`: the loops run only
+in the primal; the tangent holds the final simplex (or EPA face) fixed — its support directions in each
+body's frame and its active vertex set — and differentiates the witness points as functions of the poses
+and shape fields. ``d distance = normal · (d point_b − d point_a)`` by the envelope theorem.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._dataclass import pytree_dataclass
+from ._epa import epa, nearest_face_simplex
+from ._gjk import gjk
+from ._minkowski import RelativePair
+from ._pose import Pose, normalized_quaternion
+from ._result import Config, DistanceResult, Simplex, Status
+from ._shapes import Shape, check_array, float_leaves, unit_vector
+from ._simplex import face_weights
+from ._tolerance import epa_tolerance, float_dtype, gjk_tolerance
+
+_DISTANCE, _SIGNED, _INTERSECT = "distance", "signed", "intersect"
+# How the normal of the result depends on the geometry (for the tangent rule).
+_NORMAL_FROM_CLOSEST, _NORMAL_FROM_FACE, _NORMAL_FIXED = 0, 1, 2
+
+
+def _check_inputs(shape_a, pose_a, shape_b, pose_b) -> None:
+    for name, shape in (("a", shape_a), ("b", shape_b)):
+        if not isinstance(shape, Shape):
+            raise TypeError(f"{name} must be a jaxgjk shape, got {type(shape).__name__}")
+        shape.check(name)
+    for name, pose in (("pose_a", pose_a), ("pose_b", pose_b)):
+        if not isinstance(pose, Pose):
+            raise TypeError(f"{name} must be a jaxgjk.Pose, got {type(pose).__name__}")
+        check_array(f"{name}.translation", pose.translation, (3,))
+        check_array(f"{name}.rotation", pose.rotation, (4,))
+
+
+def _cast(tree, dtype):
+    """Floating leaves of `tree` as `dtype` arrays; integer and bool leaves and float0 tangents kept."""
+    def cast(leaf):
+        if getattr(leaf, "dtype", None) == jax.dtypes.float0:
+            return leaf
+        leaf = jnp.asarray(leaf)
+        return leaf.astype(dtype) if jnp.issubdtype(leaf.dtype, jnp.floating) else leaf
+
+    return jax.tree_util.tree_map(cast, tree)
+
+
+def _sanitize(tree, is_valid):
+    """Zero every float leaf of `tree` where the input is invalid, so the loops run on finite data."""
+    def clean(leaf):
+        return leaf if leaf.dtype == jnp.bool_ else jnp.where(is_valid, leaf, 0)
+
+    return jax.tree_util.tree_map(clean, tree)
+
+
+def _all_finite(tree):
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in float_leaves(tree)]))
+
+
+def _prepare(shape_a, pose_a, shape_b, pose_b):
+    """Cast to one dtype, check run-time validity, sanitize, and place B in A's frame."""
+    dtype = float_dtype(*float_leaves((shape_a, pose_a, shape_b, pose_b)))
+    shape_a, pose_a, shape_b, pose_b = _cast((shape_a, pose_a, shape_b, pose_b), dtype)
+    _, rotation_a_ok = normalized_quaternion(pose_a.rotation)
+    _, rotation_b_ok = normalized_quaternion(pose_b.rotation)
+    is_valid = (_all_finite((shape_a, pose_a, shape_b, pose_b)) & shape_a.is_valid()
+                & shape_b.is_valid() & rotation_a_ok & rotation_b_ok)
+    shape_a, pose_a, shape_b, pose_b = _sanitize((shape_a, pose_a, shape_b, pose_b), is_valid)
+    rotation_a = pose_a.rotation_matrix()
+    rotation_b = pose_b.rotation_matrix()
+    pair = RelativePair(shape_a, shape_b, rotation_a.T @ rotation_b,
+                        rotation_a.T @ (pose_b.translation - pose_a.translation))
+    return dtype, (shape_a, pose_a, shape_b, pose_b), pair, is_valid
+
+
+@pytree_dataclass
+class _Solution:
+    """Primal solution with what the tangent rule needs (all arrays, one pair)."""
+
+    result: DistanceResult
+    normal_kind: jnp.ndarray  # () int32, one of _NORMAL_*
+    tangent_scale: jnp.ndarray  # () 1 where the distance varies with the inputs, else 0
+
+
+def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_start,
+           distance_upper_bound) -> _Solution:
+    dtype, (shape_a, pose_a, shape_b, pose_b), pair, is_valid = _prepare(
+        shape_a, pose_a, shape_b, pose_b)
+    margin = shape_a.margin() + shape_b.margin()
+    if mode == _INTERSECT:
+        separation_bound, contact_bound = margin, margin
+    else:
+        bound = jnp.inf if distance_upper_bound is None else distance_upper_bound
+        separation_bound, contact_bound = bound + margin, -jnp.inf
+    gjk_tol = config.gjk_tolerance or gjk_tolerance(dtype)
+    state = gjk(pair, max_iterations=config.max_gjk_iterations, tolerance=gjk_tol,
+                separation_bound=separation_bound, contact_bound=contact_bound,
+                warm_start=None if warm_start is None else _cast(warm_start, dtype))
+    simplex = state.simplex()
+    core_norm = jnp.linalg.norm(state.closest)
+    cores_overlap = state.status == Status.INTERSECTING
+    core_distance = jnp.select([cores_overlap, state.status == Status.BOUND_EXCEEDED],
+                               [0, state.lower_bound], core_norm)
+    normal_local = unit_vector(state.closest)
+    status = state.status
+    normal_kind = jnp.where(core_norm > 0, _NORMAL_FROM_CLOSEST, _NORMAL_FIXED)
+    iterations = state.iterations
+    # A one-point simplex at the origin: D touches the origin at a support point along
+    # direction_a (the previous -v), so the depth is 0 and that direction is the normal.
+    touch_normal = unit_vector(simplex.directions_a[jnp.argmax(simplex.mask)])
+    fallback_normal = unit_vector(pair.center())
+    fallback_normal = jnp.where(jnp.any(fallback_normal != 0), fallback_normal,
+                                jnp.array([0, 0, 1], dtype))
+    touch_normal = jnp.where(jnp.any(touch_normal != 0), touch_normal, fallback_normal)
+
+    if mode == _SIGNED:
+        simplex_size = jnp.sum(simplex.mask)
+        run_epa = cores_overlap & (simplex_size >= 2)
+        epa_tol = config.epa_tolerance or epa_tolerance(dtype)
+        epa_state = epa(pair, simplex, max_iterations=config.max_epa_iterations,
+                        tolerance=epa_tol, active=run_epa)
+        face_simplex = nearest_face_simplex(epa_state)
+        depth = jnp.maximum(epa_state.distances[epa_state.nearest], 0)
+        face_normal = epa_state.normals[epa_state.nearest]
+        point_mode = jnp.where(run_epa, 1, jnp.where(cores_overlap, 2, 0))
+        simplex = jax.tree_util.tree_map(
+            lambda face, gjk_leaf: jnp.where(run_epa, face, gjk_leaf), face_simplex, simplex)
+        core_distance = jnp.select([point_mode == 1, point_mode == 2], [-depth, 0], core_distance)
+        normal_local = jnp.select([point_mode == 1, point_mode == 2],
+                                  [-face_normal, touch_normal], normal_local)
+        normal_kind = jnp.select([point_mode == 1, point_mode == 2],
+                                 [_NORMAL_FROM_FACE, _NORMAL_FIXED], normal_kind)
+        status = jnp.where(run_epa, epa_state.status, status)
+        iterations = iterations + jnp.where(run_epa, epa_state.iterations, 0)
+        signed = core_distance - margin
+        status = jnp.where(
+            (status == Status.SEPARATED) & (signed < 0), Status.PENETRATING,
+            jnp.where((status == Status.INTERSECTING) & cores_overlap & (simplex_size < 2),
+                      Status.INTERSECTING, status))
+    else:
+        normal_local = jnp.where(cores_overlap & (core_norm == 0), touch_normal, normal_local)
+        signed = core_distance - margin
+
+    point_a_core = pose_a.apply(simplex.weights @ simplex.points_a)
+    point_b_core = pose_b.apply(simplex.weights @ simplex.points_b)
+    normal = pose_a.rotation_matrix() @ normal_local
+    point_a = point_a_core + shape_a.margin() * normal
+    point_b = point_b_core - shape_b.margin() * normal
+    tangent_scale = jnp.ones((), dtype)
+    if mode != _SIGNED:
+        overlapping = signed <= 0
+        status = jnp.where(overlapping & (status == Status.SEPARATED), Status.INTERSECTING, status)
+        middle = (point_a + point_b) / 2
+        point_a = jnp.where(overlapping, middle, point_a)
+        point_b = jnp.where(overlapping, middle, point_b)
+        tangent_scale = jnp.where(overlapping, 0, tangent_scale)
+        signed = jnp.maximum(signed, 0)
+
+    # Invalid input: documented placeholders.
+    zeros3 = jnp.zeros(3, dtype)
+    result = DistanceResult(
+        distance=jnp.where(is_valid, signed, 0).astype(dtype),
+        point_a=jnp.where(is_valid, point_a, zeros3),
+        point_b=jnp.where(is_valid, point_b, zeros3),
+        normal=jnp.where(is_valid, normal, jnp.array([0, 0, 1], dtype)),
+        status=jnp.where(is_valid, status, Status.INVALID_INPUT).astype(jnp.int32),
+        iterations=jnp.where(is_valid, iterations, 0).astype(jnp.int32),
+        simplex=simplex,
+    )
+    return _Solution(result, normal_kind.astype(jnp.int32),
+                     jnp.where(is_valid, tangent_scale, 0).astype(dtype))
+
+
+def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind):
+    """Distance, witness points and normal as smooth functions of the shapes and poses, with the final
+    simplex's support directions and vertex set held fixed (the tangent rule differentiates this).
+
+    `normal` (3,) is the primal normal: the distance is ``normal · (point_b − point_a) − margins``,
+    whose derivative is the envelope-theorem gradient.
+    """
+    points_a = pose_a.apply(jax.vmap(shape_a.core_support)(simplex.directions_a))
+    points_b = pose_b.apply(jax.vmap(shape_b.core_support)(simplex.directions_b))
+    differences = points_b - points_a
+    weights = face_weights(differences, simplex.mask)
+    point_a, point_b = weights @ points_a, weights @ points_b
+    face_normal = unit_vector(jnp.cross(differences[1] - differences[0],
+                                        differences[2] - differences[0]))
+    face_normal = face_normal * jnp.where(jnp.dot(face_normal, normal) < 0, -1, 1)
+    moving_normal = jnp.select([normal_kind == _NORMAL_FROM_CLOSEST, normal_kind == _NORMAL_FROM_FACE],
+                               [unit_vector(point_b - point_a), face_normal], normal)
+    margin_a, margin_b = shape_a.margin(), shape_b.margin()
+    distance = jnp.dot(normal, point_b - point_a) - margin_a - margin_b
+    return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,
+            moving_normal)
+
+
+def _zero_tangent(tree):
+    def zero(leaf):
+        leaf = jnp.asarray(leaf)
+        if jnp.issubdtype(leaf.dtype, jnp.inexact):
+            return jnp.zeros_like(leaf)
+        return np.zeros(leaf.shape, jax.dtypes.float0)
+
+    return jax.tree_util.tree_map(zero, tree)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _differentiable_query(config, mode, shape_a, pose_a, shape_b, pose_b, warm_start,
+                          distance_upper_bound) -> DistanceResult:
+    return _solve(config, mode, shape_a, pose_a, shape_b, pose_b, warm_start,
+                  distance_upper_bound).result
+
+
+@_differentiable_query.defjvp
+def _differentiable_query_jvp(config, mode, primals, tangents):
+    shape_a, pose_a, shape_b, pose_b, warm_start, distance_upper_bound = primals
+    solution = _solve(config, mode, *primals)
+    result = solution.result
+    dtype = result.distance.dtype
+    inputs = _cast((shape_a, pose_a, shape_b, pose_b), dtype)
+    input_tangents = _cast(tangents[:4], dtype)
+    simplex = jax.lax.stop_gradient(result.simplex)
+    kind = solution.normal_kind
+    _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
+        lambda *args: _witness(*args, simplex, result.normal, kind), inputs, input_tangents)
+    scale = solution.tangent_scale
+    tangent = DistanceResult(
+        distance=scale * d_distance,
+        point_a=scale * d_point_a,
+        point_b=scale * d_point_b,
+        normal=scale * d_normal,
+        status=_zero_tangent(result.status),
+        iterations=_zero_tangent(result.iterations),
+        simplex=_zero_tangent(result.simplex),
+    )
+    return result, tangent
+
+
+def distance(a, pose_a, b, pose_b, *, config: Config | None = None, warm_start: Simplex | None = None,
+             distance_upper_bound=None) -> DistanceResult:
+    """Distance between two convex shapes by GJK (overlapping pairs: distance 0, INTERSECTING).
+
+    Args:
+        a, b: shapes (no batch axes; batch with `jax.vmap` or the batch helpers).
+        pose_a, pose_b: their `Pose`s (local to world).
+        config: iteration bounds and tolerances (`Config()` if None).
+        warm_start: the `simplex` of a previous, nearby query of the same pair.
+        distance_upper_bound: () optional; GJK stops once it proves the distance exceeds it
+            (status BOUND_EXCEEDED, distance a valid lower bound).
+    Returns:
+        `DistanceResult`, world frame, units of the inputs.
+    """
+    _check_inputs(a, pose_a, b, pose_b)
+    return _differentiable_query(config or Config(), _DISTANCE, a, pose_a, b, pose_b, warm_start,
+                                 distance_upper_bound)
+
+
+def signed_distance(a, pose_a, b, pose_b, *, config: Config | None = None,
+                    warm_start: Simplex | None = None) -> DistanceResult:
+    """Signed distance: GJK, then EPA where the shapes overlap (distance < 0 is minus the depth).
+
+    Arguments as `distance`. Penetrating pairs: `normal` is the direction along which B moves by
+    ``-distance`` to separate; `point_a`/`point_b` are A's and B's deepest points (support points
+    along ±normal).
+    """
+    _check_inputs(a, pose_a, b, pose_b)
+    return _differentiable_query(config or Config(), _SIGNED, a, pose_a, b, pose_b, warm_start, None)
+
+
+def intersect(a, pose_a, b, pose_b, *, config: Config | None = None):
+    """Whether two convex shapes overlap or touch: () bool. GJK exits as soon as it finds a separating
+    plane or an upper bound on the core distance within the margins. Invalid input gives False."""
+    _check_inputs(a, pose_a, b, pose_b)
+    inputs = jax.lax.stop_gradient((a, pose_a, b, pose_b))
+    result = _solve(config or Config(), _INTERSECT, *inputs, None, None).result
+    return (result.status != Status.INVALID_INPUT) & (result.distance <= 0)

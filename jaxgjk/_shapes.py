@@ -1,0 +1,371 @@
+"""Convex shapes, each read only through its support mapping (local frame).
+
+Every shape is a pytree whose leaves are arrays, so a stack of shapes of one kind (leading batch axes on
+every leaf) batches under `jax.vmap`. The methods below act on one shape (no batch axes).
+
+Spheres, capsules and `Rounded` shapes are a *core* (a point, a segment, a shape) swept by a ball of radius
+`margin()`: GJK and EPA run on the cores and the radii are added analytically afterwards, which makes
+sphere and capsule queries exact and well conditioned (Coal and van den Bergen 2004, §4.3.5, do the same).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._dataclass import pytree_dataclass
+from ._tolerance import float_dtype, tiny
+
+
+def unit_vector(vector):
+    """`vector` (..., 3) / its norm, and zero where the norm is zero (NaN-free in reverse mode)."""
+    norm_sq = jnp.sum(vector * vector, axis=-1, keepdims=True)
+    is_nonzero = norm_sq > tiny(vector.dtype)
+    # Double where: keep sqrt's derivative finite at zero.
+    norm_safe = jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1))
+    return jnp.where(is_nonzero, vector / norm_safe, 0)
+
+
+def check_array(name: str, value, shape: tuple, *, floating: bool = True) -> None:
+    """Raise at trace time unless `value` is a real (or, with ``floating=False``, bool) array of `shape`.
+
+    A ``None`` entry of `shape` matches any positive length. Queries take one pair: batch axes are
+    rejected here, with a pointer to `jax.vmap`.
+    """
+    dtype = jnp.result_type(value)
+    if floating and not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {dtype}")
+    if not floating and dtype != np.bool_:
+        raise TypeError(f"{name} must be a bool array, got dtype {dtype}")
+    got = tuple(np.shape(value))
+    matches = len(got) == len(shape) and all(
+        (want is None and size > 0) or want == size for want, size in zip(shape, got, strict=True)
+    )
+    if not matches:
+        wanted = tuple("N" if want is None else want for want in shape)
+        raise ValueError(
+            f"{name} must have shape {wanted}, got {got} (queries take one pair; batch with "
+            "jax.vmap or jaxgjk.pairwise / jaxgjk.pairs)"
+        )
+
+
+def _is_nonnegative(*values):
+    return jnp.all(jnp.stack([jnp.all((v >= 0) & jnp.isfinite(v)) for v in values]))
+
+
+class Shape:
+    """Interface of every shape. Subclasses define the core support, margin, centre and checks."""
+
+    def support(self, direction):
+        """A point (3,) of the shape maximising ``dot(direction, point)``, local frame.
+
+        Any direction (3,), zero included, gives a point of the shape.
+        """
+        return self.core_support(direction) + self.margin() * unit_vector(direction)
+
+    def core_support(self, direction):
+        """Support point (3,) of the core: the shape with its margin (ball radius) taken off."""
+        raise NotImplementedError
+
+    def margin(self):
+        """Radius () of the ball that sweeps the core (zero for shapes without one)."""
+        return jnp.zeros((), self.dtype())
+
+    def center(self):
+        """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
+        return jnp.zeros(3, self.dtype())
+
+    def is_valid(self):
+        """Run-time validity () bool: finite fields, non-negative sizes, a non-empty vertex set."""
+        raise NotImplementedError
+
+    def check(self, name: str) -> None:
+        """Trace-time check of field shapes and dtypes; errors name the argument `name`."""
+        raise NotImplementedError
+
+    def dtype(self):
+        """The floating dtype of the shape's fields."""
+        return float_dtype(*float_leaves(self))
+
+
+def float_leaves(tree) -> list:
+    """The leaves of `tree` that are not boolean (masks are bool)."""
+    return [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.result_type(leaf) != jnp.bool_]
+
+
+@pytree_dataclass
+class Sphere(Shape):
+    """Ball centred at the origin. radius: () length."""
+
+    radius: jnp.ndarray
+
+    def core_support(self, direction):
+        return jnp.zeros_like(direction)
+
+    def margin(self):
+        return jnp.asarray(self.radius, self.dtype())
+
+    def is_valid(self):
+        return _is_nonnegative(self.radius)
+
+    def check(self, name):
+        check_array(f"{name}.radius", self.radius, ())
+
+
+@pytree_dataclass
+class Capsule(Shape):
+    """Segment from (0, 0, -half_length) to (0, 0, +half_length) swept by a ball of `radius` (both ())."""
+
+    radius: jnp.ndarray
+    half_length: jnp.ndarray
+
+    def core_support(self, direction):
+        z = jnp.where(direction[2] >= 0, self.half_length, -self.half_length)
+        return jnp.stack([jnp.zeros_like(z), jnp.zeros_like(z), z]).astype(direction.dtype)
+
+    def margin(self):
+        return jnp.asarray(self.radius, self.dtype())
+
+    def is_valid(self):
+        return _is_nonnegative(self.radius, self.half_length)
+
+    def check(self, name):
+        check_array(f"{name}.radius", self.radius, ())
+        check_array(f"{name}.half_length", self.half_length, ())
+
+
+@pytree_dataclass
+class Box(Shape):
+    """Axis-aligned box centred at the origin. half_extents: (3,) half side lengths."""
+
+    half_extents: jnp.ndarray
+
+    def core_support(self, direction):
+        # Ties (zero components) resolve to the + side, so the support is always a vertex.
+        return jnp.where(direction >= 0, self.half_extents, -self.half_extents).astype(direction.dtype)
+
+    def is_valid(self):
+        return _is_nonnegative(self.half_extents)
+
+    def check(self, name):
+        check_array(f"{name}.half_extents", self.half_extents, (3,))
+
+
+@pytree_dataclass
+class Cylinder(Shape):
+    """Cylinder of axis z, flat caps at z = ±half_length. radius, half_length: ()."""
+
+    radius: jnp.ndarray
+    half_length: jnp.ndarray
+
+    def core_support(self, direction):
+        radial = self.radius * unit_vector(direction.at[2].set(0))
+        z = jnp.where(direction[2] >= 0, self.half_length, -self.half_length)
+        return radial.at[2].set(z)
+
+    def is_valid(self):
+        return _is_nonnegative(self.radius, self.half_length)
+
+    def check(self, name):
+        check_array(f"{name}.radius", self.radius, ())
+        check_array(f"{name}.half_length", self.half_length, ())
+
+
+@pytree_dataclass
+class Cone(Shape):
+    """Cone of axis z: base disk of `radius` at z = -half_height, apex at z = +half_height (both ())."""
+
+    radius: jnp.ndarray
+    half_height: jnp.ndarray
+
+    def core_support(self, direction):
+        apex = jnp.zeros_like(direction).at[2].set(self.half_height)
+        rim = (self.radius * unit_vector(direction.at[2].set(0))).at[2].set(-self.half_height)
+        return jnp.where(jnp.dot(direction, apex) >= jnp.dot(direction, rim), apex, rim)
+
+    def center(self):
+        return jnp.zeros(3, self.dtype()).at[2].set(-self.half_height / 2)
+
+    def is_valid(self):
+        return _is_nonnegative(self.radius, self.half_height)
+
+    def check(self, name):
+        check_array(f"{name}.radius", self.radius, ())
+        check_array(f"{name}.half_height", self.half_height, ())
+
+
+@pytree_dataclass
+class Ellipsoid(Shape):
+    """Ellipsoid x²/a² + y²/b² + z²/c² ≤ 1 with radii (3,) = (a, b, c)."""
+
+    radii: jnp.ndarray
+
+    def core_support(self, direction):
+        # s(d) = D² d / |D d| with D = diag(radii): the maximiser of d·x on the ellipsoid.
+        return self.radii * unit_vector(self.radii * direction)
+
+    def is_valid(self):
+        return _is_nonnegative(self.radii)
+
+    def check(self, name):
+        check_array(f"{name}.radii", self.radii, (3,))
+
+
+@pytree_dataclass
+class Polytope(Shape):
+    """Convex hull of the vertices whose mask is true.
+
+    Fields:
+        vertices: (N, 3) local coordinates.
+        mask: (N,) bool, or None for all vertices; false rows are padding and are ignored.
+    """
+
+    vertices: jnp.ndarray
+    mask: jnp.ndarray | None = None
+
+    @staticmethod
+    def from_points(points, dtype=None) -> Polytope:
+        """The convex hull of `points` (N, 3) as a polytope of its extreme points only.
+
+        Preprocessing in float64 NumPy (`_hull.convex_hull`: quickhull, O(n log n) expected, robust
+        to duplicate and coplanar points). `hull()` gives its faces, edges and adjacency.
+        """
+        from ._hull import convex_hull
+
+        hull = convex_hull(points)
+        dtype = dtype or float_dtype(jnp.asarray(points))
+        return Polytope(jnp.asarray(hull.vertices, dtype))
+
+    def hull(self):
+        """The `_hull.Hull` of the (unmasked) vertices: faces, triangles, edges, adjacency (NumPy)."""
+        from ._hull import convex_hull
+
+        vertices = np.asarray(self.vertices, np.float64)
+        if self.mask is not None:
+            vertices = vertices[np.asarray(self.mask)]
+        return convex_hull(vertices)
+
+    def _scores(self, direction):
+        scores = self.vertices @ direction
+        if self.mask is None:
+            return scores
+        return jnp.where(self.mask, scores, -jnp.inf)
+
+    def core_support(self, direction):
+        return self.vertices[jnp.argmax(self._scores(direction))].astype(direction.dtype)
+
+    def center(self):
+        if self.mask is None:
+            return jnp.mean(self.vertices, axis=0)
+        weights = self.mask.astype(self.vertices.dtype)
+        return weights @ self.vertices / jnp.maximum(jnp.sum(weights), 1)
+
+    def is_valid(self):
+        finite = jnp.all(jnp.isfinite(self.vertices), axis=-1)
+        if self.mask is None:
+            return jnp.all(finite)
+        return jnp.any(self.mask) & jnp.all(finite | ~self.mask)
+
+    def check(self, name):
+        check_array(f"{name}.vertices", self.vertices, (None, 3))
+        if self.mask is not None:
+            check_array(f"{name}.mask", self.mask, (np.shape(self.vertices)[0],), floating=False)
+
+
+@pytree_dataclass
+class Affine(Shape):
+    """Image of `shape` under x ↦ linear @ x + offset. linear: (3, 3); offset: (3,)."""
+
+    shape: Shape
+    linear: jnp.ndarray
+    offset: jnp.ndarray
+
+    def core_support(self, direction):
+        # s(d) = L s_inner(Lᵀ d) + offset (van den Bergen 2004, §4.3.4).
+        return self.linear @ self.shape.support(self.linear.T @ direction) + self.offset
+
+    def center(self):
+        return self.linear @ self.shape.center() + self.offset
+
+    def is_valid(self):
+        finite = jnp.all(jnp.isfinite(self.linear)) & jnp.all(jnp.isfinite(self.offset))
+        return finite & self.shape.is_valid()
+
+    def check(self, name):
+        self.shape.check(f"{name}.shape")
+        check_array(f"{name}.linear", self.linear, (3, 3))
+        check_array(f"{name}.offset", self.offset, (3,))
+
+
+@pytree_dataclass
+class MinkowskiSum(Shape):
+    """{x + y : x in a, y in b}. The cores add, and so do the margins."""
+
+    a: Shape
+    b: Shape
+
+    def core_support(self, direction):
+        return self.a.core_support(direction) + self.b.core_support(direction)
+
+    def margin(self):
+        return self.a.margin() + self.b.margin()
+
+    def center(self):
+        return self.a.center() + self.b.center()
+
+    def is_valid(self):
+        return self.a.is_valid() & self.b.is_valid()
+
+    def check(self, name):
+        self.a.check(f"{name}.a")
+        self.b.check(f"{name}.b")
+
+
+@pytree_dataclass
+class Rounded(Shape):
+    """`shape` swept by a ball of `radius` () (its Minkowski sum with the ball)."""
+
+    shape: Shape
+    radius: jnp.ndarray
+
+    def core_support(self, direction):
+        return self.shape.core_support(direction)
+
+    def margin(self):
+        return self.shape.margin() + self.radius
+
+    def center(self):
+        return self.shape.center()
+
+    def is_valid(self):
+        return self.shape.is_valid() & _is_nonnegative(self.radius)
+
+    def check(self, name):
+        self.shape.check(f"{name}.shape")
+        check_array(f"{name}.radius", self.radius, ())
+
+
+@pytree_dataclass
+class ConvexHull(Shape):
+    """Convex hull of the union of `shapes` (a non-empty tuple of shapes)."""
+
+    shapes: tuple
+
+    def core_support(self, direction):
+        points = jnp.stack([shape.support(direction) for shape in self.shapes])
+        return points[jnp.argmax(points @ direction)]
+
+    def center(self):
+        return jnp.mean(jnp.stack([shape.center() for shape in self.shapes]), axis=0)
+
+    def is_valid(self):
+        return jnp.all(jnp.stack([shape.is_valid() for shape in self.shapes]))
+
+    def check(self, name):
+        if not isinstance(self.shapes, (tuple, list)) or not self.shapes:
+            raise ValueError(f"{name}.shapes must be a non-empty tuple of shapes")
+        for index, shape in enumerate(self.shapes):
+            if not isinstance(shape, Shape):
+                raise TypeError(f"{name}.shapes[{index}] must be a shape, got {type(shape).__name__}")
+            shape.check(f"{name}.shapes[{index}]")

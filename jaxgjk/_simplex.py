@@ -1,0 +1,141 @@
+"""Closest point of a simplex (≤ 4 points) to the origin, branch-free.
+
+The closest point of a simplex lies in the relative interior of exactly one of its faces (a vertex, an
+edge, a triangle or the tetrahedron), where it is the orthogonal projection of the origin onto that face's
+affine hull. Every candidate face whose projection has strictly positive barycentric weights yields a
+point of the simplex, so the candidate of least norm among them is the closest point. All 15 candidates
+are evaluated and one is selected, with no data-dependent branches (good under `vmap`), and with no
+division by a vanishing determinant: a degenerate face is simply not a candidate. The barycentric weights
+are signed areas and volumes (Montanari, Petrinic, Barbieri 2017, "Improving the GJK algorithm for faster
+and more reliable distance queries between convex objects").
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ._tolerance import epsilon
+
+EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
+TRIANGLES = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
+# Membership (15, 4) of the candidates in order: vertices, edges, triangles, tetrahedron. Lower
+# dimensions come first, so an exact tie selects the smaller face.
+_MEMBERS = np.concatenate([
+    np.eye(4, dtype=bool),
+    np.eye(4, dtype=bool)[EDGES].any(axis=1),
+    np.eye(4, dtype=bool)[TRIANGLES].any(axis=1),
+    np.ones((1, 4), dtype=bool),
+])
+
+
+def _safe_divide(numerator, denominator, is_safe):
+    return numerator / jnp.where(is_safe, denominator, 1)
+
+
+def _edge_candidates(points):
+    """Projection weights (6, 4), projections (6, 3) and validity (6,) of the origin onto the six
+    edges of `points` (4, 3)."""
+    a, b = points[EDGES[:, 0]], points[EDGES[:, 1]]
+    edge = b - a
+    length_sq = jnp.sum(edge * edge, axis=-1)
+    along = -jnp.sum(a * edge, axis=-1)  # t * |b - a|², with the projection at a + t (b - a)
+    valid = (along > 0) & (along < length_sq)
+    t = _safe_divide(along, length_sq, length_sq > 0)
+    weights = jnp.zeros((6, 4), points.dtype)
+    weights = weights.at[np.arange(6), EDGES[:, 0]].set(1 - t)
+    weights = weights.at[np.arange(6), EDGES[:, 1]].set(t)
+    return weights, a + t[:, None] * edge, valid
+
+
+def _triangle_candidates(points):
+    """Projection weights (4, 4), projections (4, 3) and validity (4,) of the origin onto the four
+    triangles of `points` (4, 3)."""
+    a, b, c = (points[TRIANGLES[:, k]] for k in range(3))
+    ab, ac, origin_from_a = b - a, c - a, -a
+    normal = jnp.cross(ab, ac)
+    area_sq = jnp.sum(normal * normal, axis=-1)
+    # Signed sub-areas along the normal, ∝ the barycentric weights of the projection (Cramer's rule).
+    weight_b = jnp.sum(normal * jnp.cross(origin_from_a, ac), axis=-1)
+    weight_c = jnp.sum(normal * jnp.cross(ab, origin_from_a), axis=-1)
+    weight_a = area_sq - weight_b - weight_c
+    # |ab × ac| carries a rounding error of about eps·|ab|·|ac|: below a few of those, no candidate.
+    non_degenerate = area_sq > (16 * epsilon(points.dtype)) ** 2 * jnp.sum(ab * ab, -1) * jnp.sum(
+        ac * ac, -1)
+    valid = non_degenerate & (weight_a > 0) & (weight_b > 0) & (weight_c > 0)
+    raw = jnp.stack([weight_a, weight_b, weight_c], axis=-1)
+    weights = jnp.zeros((4, 4), points.dtype).at[np.arange(4)[:, None], TRIANGLES].set(
+        _safe_divide(raw, area_sq[:, None], non_degenerate[:, None])
+    )
+    # The projection along the normal, not Σ weight·vertex: its direction is the normal's, accurate
+    # even when the vertices are far from a nearby origin (float32 keeps GJK progressing there).
+    height = _safe_divide(jnp.sum(normal * a, axis=-1), area_sq, non_degenerate)
+    return weights, height[:, None] * normal, valid
+
+
+def _tetrahedron_candidate(points):
+    """Barycentric weights (1, 4) of the origin in the tetrahedron `points`, the origin itself (1, 3),
+    and whether it is inside."""
+    def volume(p, q, r, s):
+        return jnp.dot(q - p, jnp.cross(r - p, s - p))
+
+    zero = jnp.zeros(3, points.dtype)
+    a, b, c, d = points
+    total = volume(a, b, c, d)
+    raw = jnp.stack([volume(zero, b, c, d), volume(a, zero, c, d), volume(a, b, zero, d),
+                     volume(a, b, c, zero)])
+    edge_scale = jnp.sqrt(jnp.sum((b - a) ** 2) * jnp.sum((c - a) ** 2) * jnp.sum((d - a) ** 2))
+    non_degenerate = jnp.abs(total) > epsilon(points.dtype) * edge_scale
+    inside = non_degenerate & jnp.all(raw * jnp.sign(total) > 0)
+    return _safe_divide(raw, total, non_degenerate)[None], jnp.zeros((1, 3), points.dtype), inside[None]
+
+
+def candidates(points, mask):
+    """All 15 candidate faces of the simplex `points` (4, 3) restricted to `mask` (4,) bool.
+
+    Returns:
+        weights: (15, 4) barycentric weights of each candidate's projection of the origin.
+        projections: (15, 3) the projections.
+        valid: (15,) whether the candidate uses only masked vertices and its projection is interior.
+    """
+    edge_weights, edge_points, edge_valid = _edge_candidates(points)
+    triangle_weights, triangle_points, triangle_valid = _triangle_candidates(points)
+    tetra_weights, tetra_point, tetra_valid = _tetrahedron_candidate(points)
+    weights = jnp.concatenate([jnp.eye(4, dtype=points.dtype), edge_weights, triangle_weights,
+                               tetra_weights])
+    projections = jnp.concatenate([points, edge_points, triangle_points, tetra_point])
+    geometric_valid = jnp.concatenate([jnp.ones(4, bool), edge_valid, triangle_valid, tetra_valid])
+    uses_masked_only = ~jnp.any(_MEMBERS & ~mask, axis=-1)
+    return weights, projections, geometric_valid & uses_masked_only
+
+
+def closest_point(points, mask, required=None):
+    """Closest point to the origin of the simplex `points` (4, 3) restricted to `mask` (4,) (non-empty).
+
+    `required` (4,) bool, optional: only faces containing these vertices are candidates. GJK requires
+    its newest support point, as Johnson's sub-algorithm does: in exact arithmetic the closest point
+    involves it whenever it makes progress, and in float32 a face without it can win a rounding tie
+    and stall the iteration on the old face.
+
+    Returns:
+        point: (3,) the closest point.
+        weights: (4,) its barycentric weights (zero off the selected face).
+        face_mask: (4,) bool, the vertices of the smallest face containing it (the reduced simplex).
+    """
+    weights, projections, valid = candidates(points, mask)
+    if required is not None:
+        valid &= ~jnp.any(required & ~_MEMBERS, axis=-1)
+    norm_sq = jnp.where(valid, jnp.sum(projections * projections, axis=-1), jnp.inf)
+    best = jnp.argmin(norm_sq)
+    return projections[best], weights[best], jnp.asarray(_MEMBERS)[best]
+
+
+def face_weights(points, face_mask):
+    """Barycentric weights (4,) of the origin's projection onto the face `face_mask` (4,) of `points`.
+
+    A smooth function of `points` for a fixed face: used by the tangent rules. A face that is not
+    a candidate (a degenerate one) gives finite weights.
+    """
+    weights, _, _ = candidates(points, face_mask)
+    is_face = jnp.all(jnp.asarray(_MEMBERS) == face_mask, axis=-1)
+    return is_face.astype(points.dtype) @ weights

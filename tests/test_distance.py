@@ -1,0 +1,65 @@
+"""GJK distance and intersection against float64 references, over every pair of kinds."""
+
+import jax
+import numpy as np
+import pytest
+from cases import is_polyhedral, pairs, stacked, tolerance
+from reference import support_function
+
+import jaxgjk as jg
+
+DISTANCE = jax.jit(jax.vmap(jg.distance))
+INTERSECT = jax.jit(jax.vmap(jg.intersect))
+
+
+def run(query, cases, dtype):
+    return jax.tree_util.tree_map(np.asarray, query(*stacked(cases, dtype)))
+
+
+def all_separated():
+    return pairs("separated", 31, 0) + pairs("touching", 6, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_separated_pairs_match_reference(dtype):
+    cases = all_separated()
+    assert len(cases) >= 2000
+    result = run(DISTANCE, cases, dtype)
+    errors = np.abs(result.distance - np.array([c["ref"]["distance"] for c in cases]))
+    allowed = np.array([tolerance(c, dtype) for c in cases])
+    if dtype == np.float32:
+        # Known limit: float32 pairs within 1e-6·size of touching that involve a curved surface reach
+        # ~2e-4·size (GJK's direction -v is only as accurate as eps·|w|/|v|). Tracked in the notes.
+        near_curved = np.array([c["ref"]["distance"] < 1e-5 * c["size"]
+                                and not all(is_polyhedral(k) for k in c["kinds"]) for c in cases])
+        allowed = np.where(near_curved, 3 * allowed, allowed)
+    worst = np.argmax(errors / allowed)
+    assert np.all(errors <= allowed), (cases[worst]["kinds"], errors[worst], allowed[worst])
+    assert np.all(result.status == jg.Status.SEPARATED)
+    assert np.all(result.distance > 0)  # no separated pair is ever reported touching
+
+
+def test_witness_points_certify_the_distance():
+    cases = all_separated()
+    result = run(DISTANCE, cases, np.float64)
+    for index, case in enumerate(cases):
+        n, pa, pb = result.normal[index], result.point_a[index], result.point_b[index]
+        scale = tolerance(case, np.float64) * 10
+        # Supporting planes: A's point maximises n over A, B's point minimises n over B.
+        assert abs(n @ pa - support_function(case["shape_a"], case["pose_a"], n)) <= scale
+        assert abs(-n @ pb - support_function(case["shape_b"], case["pose_b"], -n)) <= scale
+        assert abs(n @ (pb - pa) - result.distance[index]) <= scale
+        assert abs(np.linalg.norm(n) - 1) < 1e-12
+
+
+def test_intersect_agrees_with_reference():
+    cases = all_separated() + pairs("penetrating", 6, 2)
+    expected = np.array([c["ref"]["distance"] <= 0 for c in cases])
+    np.testing.assert_array_equal(run(INTERSECT, cases, np.float64), expected)
+
+
+def test_overlapping_pairs_have_distance_zero():
+    cases = pairs("penetrating", 6, 2)
+    result = run(DISTANCE, cases, np.float64)
+    np.testing.assert_array_equal(result.distance, 0)
+    assert np.all(result.status == jg.Status.INTERSECTING)

@@ -1,0 +1,90 @@
+"""Support mappings: maximal over sampled points, a point of the shape for every direction, batched."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from shape_samples import PRIMITIVE_KINDS, random_shape, sample_points
+
+import jaxgjk as jg
+
+
+def composite_shapes(rng):
+    box = random_shape("box", rng)
+    ellipsoid = random_shape("ellipsoid", rng)
+    linear = rng.normal(size=(3, 3)) + 2 * np.eye(3)
+    return {
+        "affine": jg.Affine(ellipsoid, jnp.asarray(linear), jnp.asarray(rng.normal(size=3))),
+        "minkowski": jg.MinkowskiSum(box, random_shape("cone", rng)),
+        "rounded": jg.Rounded(box, jnp.asarray(0.2)),
+        "hull": jg.ConvexHull((random_shape("capsule", rng), jg.Affine(
+            box, jnp.eye(3), jnp.array([1.5, 0.0, 0.0])))),
+        "masked_polytope": jg.Polytope(
+            jnp.asarray(np.vstack([rng.normal(size=(6, 3)), 100 + np.zeros((2, 3))])),
+            jnp.array([True] * 6 + [False] * 2)),
+    }
+
+
+def all_shapes(rng):
+    shapes = {kind: random_shape(kind, rng) for kind in PRIMITIVE_KINDS}
+    shapes.update(composite_shapes(rng))
+    return shapes
+
+
+@jax.jit
+def _supports(shape, directions):
+    return jax.vmap(shape.support)(directions)
+
+
+@pytest.mark.parametrize("name", list(PRIMITIVE_KINDS) + ["affine", "minkowski", "rounded", "hull",
+                                                          "masked_polytope"])
+def test_support_is_maximal_over_sampled_points(name, rng):
+    shape = all_shapes(np.random.default_rng(7))[name]
+    points = sample_points(shape, rng, 4000)
+    directions = rng.normal(size=(300, 3))
+    directions[:6] = np.vstack([np.eye(3), -np.eye(3)])  # axis directions hit ties on flat faces
+    support = np.asarray(_supports(shape, jnp.asarray(directions)))
+    support_values = np.sum(directions * support, axis=1)
+    sampled_best = np.max(directions @ points.T, axis=1)
+    scale = np.max(np.linalg.norm(points, axis=1))
+    norms = np.linalg.norm(directions, axis=1)
+    assert np.all(support_values >= sampled_best - 1e-6 * scale * norms)
+    # The support point belongs to the shape: no sampled direction does better than its value.
+    sample_values = np.max(directions @ np.vstack([points, support]).T, axis=1)
+    assert np.all(support_values >= sample_values - 1e-6 * scale * norms)
+
+
+@pytest.mark.parametrize("name", list(PRIMITIVE_KINDS) + ["affine", "rounded", "hull"])
+def test_zero_direction_gives_a_point_of_the_shape(name, rng):
+    shape = all_shapes(np.random.default_rng(7))[name]
+    point = np.asarray(shape.support(jnp.zeros(3)))
+    assert np.all(np.isfinite(point))
+    # A point of a convex set: every direction's support value is at least its projection.
+    directions = rng.normal(size=(500, 3))
+    values = np.sum(directions * np.asarray(_supports(shape, jnp.asarray(directions))), axis=1)
+    assert np.all(values >= directions @ point - 1e-9)
+
+
+def test_support_of_primitives_matches_closed_form():
+    d = jnp.array([0.3, -0.4, 1.2])
+    np.testing.assert_allclose(jg.Sphere(2.0).support(d), 2 * d / jnp.linalg.norm(d), rtol=1e-12)
+    np.testing.assert_allclose(jg.Box(jnp.array([1.0, 2, 3])).support(d), [1, -2, 3])
+    np.testing.assert_allclose(jg.Capsule(0.5, 2.0).support(d),
+                               np.array([0, 0, 2.0]) + 0.5 * d / jnp.linalg.norm(d), rtol=1e-12)
+    np.testing.assert_allclose(jg.Cylinder(1.0, 2.0).support(d), [0.6, -0.8, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(jg.Cone(1.0, 2.0).support(d), [0, 0, 2.0])
+    np.testing.assert_allclose(jg.Cone(1.0, 2.0).support(-d), [-0.6, 0.8, -2.0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("batch_shape", [(), (1,), (3, 2)])
+def test_batched_shapes_under_vmap(batch_shape, rng):
+    half_extents = rng.uniform(0.5, 1.5, size=batch_shape + (3,))
+    directions = rng.normal(size=batch_shape + (3,))
+
+    def support(shape, direction):
+        return shape.support(direction)
+
+    for _ in batch_shape:
+        support = jax.vmap(support)
+    got = support(jg.Box(jnp.asarray(half_extents)), jnp.asarray(directions))
+    np.testing.assert_allclose(got, np.where(directions >= 0, half_extents, -half_extents))
