@@ -154,59 +154,53 @@ def _nearest_face(state: EPAState):
     return jnp.argmin(jnp.where(state.valid, state.distances, jnp.inf)).astype(jnp.int32)
 
 
-def _expand(state: EPAState, w: SupportPoint, nearest) -> tuple[EPAState, jnp.ndarray]:
-    """Add `w` as a vertex: remove the faces that see it and cone the horizon to it.
+def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
+    """Add `w` as a vertex: remove the faces that see it and join the horizon to it.
 
-    Returns the new state and whether the horizon was a consistent simple cycle.
+    The horizon edges (edges of seen faces whose neighbour is unseen) are compacted into `max_horizon`
+    rows; each becomes a new face (edge start, edge end, w) in a free face slot. All scatters and
+    gathers act on those few rows, so a step costs O(faces + max_horizon²). Returns the new state and
+    whether the step was consistent: the horizon fits and forms a simple cycle.
     """
     num_faces = state.faces.shape[0]
     new_index = state.num_vertices
     corner = state.vertices.point[state.faces[:, 0]]
     sees = state.valid & (jnp.sum(state.normals * (w.point - corner), axis=-1) > 0)
-    sees = sees.at[nearest].set(True)
+    sees = sees | (jnp.arange(num_faces) == nearest)
 
-    # Horizon edges: edge k of a seen face whose neighbour across it is not seen.
-    horizon = sees[:, None] & ~sees[state.adjacency]  # (F, 3)
-    edge_start = state.faces
-    edge_end = state.faces[:, _NEXT]
-    flat_horizon = horizon.reshape(-1)
-    rank = jnp.cumsum(flat_horizon) - 1
-    free = ~(state.valid & ~sees)
-    free_slots = jnp.nonzero(free, size=num_faces, fill_value=num_faces)[0]
-    new_slot = jnp.where(flat_horizon, free_slots[jnp.clip(rank, 0, num_faces - 1)], num_faces)
+    horizon = (sees[:, None] & ~sees[state.adjacency]).reshape(-1)
+    edge = jnp.nonzero(horizon, size=max_horizon, fill_value=0)[0]  # index face * 3 + corner
+    in_use = jnp.arange(max_horizon) < jnp.sum(horizon)
+    start = state.faces.reshape(-1)[edge]
+    end = state.faces[:, _NEXT].reshape(-1)[edge]
+    neighbour = state.adjacency.reshape(-1)[edge]
+    seen_face = edge // 3
+    kept = state.valid & ~sees
+    slot = jnp.nonzero(~kept, size=max_horizon, fill_value=num_faces)[0]
+    slot = jnp.where(in_use, slot, num_faces)  # out of range: dropped by the scatters below
 
-    # Along the horizon cycle, the new face on edge (a, b) meets the one starting at b and the one
-    # ending at a; index them by vertex (each horizon vertex starts exactly one edge on a simple cycle).
-    capacity = state.vertices.point.shape[0]
-    starts = edge_start.reshape(-1)
-    ends = edge_end.reshape(-1)
-    by_start = jnp.full(capacity, num_faces, jnp.int32).at[
-        jnp.where(flat_horizon, starts, capacity)].set(new_slot, mode="drop")
-    by_end = jnp.full(capacity, num_faces, jnp.int32).at[
-        jnp.where(flat_horizon, ends, capacity)].set(new_slot, mode="drop")
-    start_count = jnp.zeros(capacity, jnp.int32).at[
-        jnp.where(flat_horizon, starts, capacity)].add(1, mode="drop")
-    consistent = (jnp.all(start_count <= 1) & jnp.all(~flat_horizon | (by_start[ends] < num_faces))
-                  & (jnp.max(new_slot, initial=0, where=flat_horizon) < num_faces))
-
-    outside = jnp.repeat(jnp.arange(num_faces, dtype=jnp.int32), 3)  # the seen face of each edge
-    neighbour = state.adjacency.reshape(-1)
-    new_faces = jnp.stack([starts, ends, jnp.full_like(starts, new_index)], axis=-1)
-    new_adjacency = jnp.stack([neighbour, by_start[ends], by_end[starts]], axis=-1)
-    faces = state.faces.at[new_slot].set(new_faces, mode="drop")
-    adjacency = state.adjacency.at[new_slot].set(new_adjacency, mode="drop")
+    # On the horizon cycle, the new face on edge (a, b) meets the one starting at b and the one
+    # ending at a.
+    pairs_in_use = in_use[None, :] & in_use[:, None]
+    follows = (start[None, :] == end[:, None]) & pairs_in_use
+    precedes = (end[None, :] == start[:, None]) & pairs_in_use
+    consistent = (jnp.sum(horizon) <= max_horizon) & jnp.all(
+        ~in_use | ((jnp.sum(follows, axis=1) == 1) & (jnp.sum(precedes, axis=1) == 1)))
+    new_faces = jnp.stack([start, end, jnp.full_like(start, new_index)], axis=-1)
+    new_adjacency = jnp.stack([neighbour, slot[jnp.argmax(follows, axis=1)],
+                               slot[jnp.argmax(precedes, axis=1)]], axis=-1)
+    faces = state.faces.at[slot].set(new_faces, mode="drop")
+    adjacency = state.adjacency.at[slot].set(new_adjacency, mode="drop")
     # The unseen neighbour's edge that pointed at the removed face now points at the new face.
-    neighbour_edge = jnp.argmax(state.adjacency[neighbour] == outside[:, None], axis=-1)
-    adjacency = adjacency.at[jnp.where(flat_horizon, neighbour, num_faces), neighbour_edge].set(
-        new_slot, mode="drop")
-    valid = (state.valid & ~sees).at[new_slot].set(True, mode="drop")
+    neighbour_edge = jnp.argmax(state.adjacency[neighbour] == seen_face[:, None], axis=-1)
+    adjacency = adjacency.at[jnp.where(in_use, neighbour, num_faces), neighbour_edge].set(
+        slot, mode="drop")
+    valid = kept.at[slot].set(True, mode="drop")
 
     vertices = jax.tree_util.tree_map(lambda s, x: s.at[new_index].set(x), state.vertices, w)
-    normals, distances = _face_planes(vertices.point, faces)
-    # Only the new faces changed; keep the others' planes bit-for-bit.
-    changed = jnp.zeros(num_faces, bool).at[new_slot].set(True, mode="drop")
-    normals = jnp.where(changed[:, None], normals, state.normals)
-    distances = jnp.where(changed, distances, state.distances)
+    new_normals, new_distances = _face_planes(vertices.point, new_faces)
+    normals = state.normals.at[slot].set(new_normals, mode="drop")
+    distances = state.distances.at[slot].set(new_distances, mode="drop")
     expanded = EPAState(vertices, new_index + 1, faces, adjacency, normals, distances, valid,
                         state.nearest, state.upper_bound, state.iterations, state.status)
     return expanded, consistent
@@ -217,6 +211,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
     """Run EPA from GJK's final `simplex` (origin enclosed or touched); lanes with `active` False
     start finished. The state's `nearest` face gives the depth, normal and witness points."""
     capacity = max_iterations + 5
+    max_horizon = 32
 
     def keep_going(state: EPAState):
         return (state.status == RUNNING) & (state.iterations < max_iterations)
@@ -234,7 +229,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
             & jnp.all(state.vertices.point == w.point, axis=-1))
         converged = repeated | (upper_bound - lower_bound <= tolerance * scale)
         full = state.num_vertices >= capacity
-        expanded, consistent = _expand(state, w, nearest)
+        expanded, consistent = _expand(state, w, nearest, max_horizon)
         status = jnp.select(
             [converged, ~jnp.isfinite(lower_bound), full | ~consistent],
             [Status.PENETRATING, Status.DEGENERATE, Status.DEGENERATE], RUNNING).astype(jnp.int32)

@@ -23,7 +23,7 @@ from ._pose import Pose, normalized_quaternion
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape, check_array, float_leaves, unit_vector
 from ._simplex import face_weights
-from ._tolerance import epa_tolerance, float_dtype, gjk_tolerance
+from ._tolerance import epa_iterations, epa_tolerance, float_dtype, gjk_tolerance
 
 _DISTANCE, _SIGNED, _INTERSECT = "distance", "signed", "intersect"
 # How the normal of the result depends on the geometry (for the tangent rule).
@@ -125,7 +125,7 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         simplex_size = jnp.sum(simplex.mask)
         run_epa = cores_overlap & (simplex_size >= 2)
         epa_tol = config.epa_tolerance or epa_tolerance(dtype)
-        epa_state = epa(pair, simplex, max_iterations=config.max_epa_iterations,
+        epa_state = epa(pair, simplex, max_iterations=config.max_epa_iterations or epa_iterations(dtype),
                         tolerance=epa_tol, active=run_epa)
         face_simplex = nearest_face_simplex(epa_state)
         depth = jnp.maximum(epa_state.distances[epa_state.nearest], 0)

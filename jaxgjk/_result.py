@@ -46,14 +46,16 @@ class Config:
 
     Fields:
         max_gjk_iterations: hard bound on GJK iterations (one support evaluation each).
-        max_epa_iterations: hard bound on EPA iterations; the polytope's capacity is sized from it.
+        max_epa_iterations: hard bound on EPA iterations, which sizes the polytope's arrays (and so the
+            cost of every EPA step); None picks the dtype's default (`_tolerance.epa_iterations`:
+            32 float32, 96 float64).
         gjk_tolerance: relative duality gap at which GJK stops; None picks the dtype's default
             (`_tolerance.gjk_tolerance`: 1e-12 float64, 1e-6 float32).
         epa_tolerance: relative gap at which EPA stops; None picks the dtype's default.
     """
 
     max_gjk_iterations: int = static_field(default=128)
-    max_epa_iterations: int = static_field(default=96)
+    max_epa_iterations: int | None = static_field(default=None)
     gjk_tolerance: float | None = static_field(default=None)
     epa_tolerance: float | None = static_field(default=None)
 

@@ -1,0 +1,318 @@
+"""Signed distance (GJK, then EPA) against float64 references: penetration depth of polytopes and
+curved shapes, the output contract on penetrating pairs, continuity through contact, degenerate shapes
+and invalid input.
+
+All queries go through one jitted, vmapped kernel per dtype: cases of mixed kinds are packed
+(`jg.pack`, 64 vertex slots) in fixed-size chunks, so every test reuses the same compiled function.
+"""
+
+import functools
+from collections import defaultdict
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from cases import is_polyhedral, pairs, reference, tolerance
+from sweep_cases import (CONTACT_INDEX, closed_form_cases, degenerate_cases, invalid_cases,
+                         polytope_cases, pose, support_gap, sweep_cases, sweeps)
+from reference import support_function
+
+import jaxgjk as jg
+
+SIGNED = jax.jit(jax.vmap(jg.signed_distance))
+CHUNK = 128
+NUM_VERTICES = 64
+DTYPES = [np.float64, np.float32]
+POLYTOPE_KINDS = ("box", "polytope", "flat_box", "needle_box", "flat_polytope", "coplanar_cube")
+_FILLER = dict(shape_a=jg.Sphere(jnp.asarray(1.0)), pose_a=pose(np.zeros(3)),
+               shape_b=jg.Sphere(jnp.asarray(1.0)), pose_b=pose([3.0, 0.0, 0.0]))
+
+
+def run(cases, dtype):
+    """`signed_distance` on every case (NumPy results), in chunks of CHUNK padded with a cheap
+    separated pair, so that one compiled kernel per dtype serves every test."""
+    padded = list(cases) + [_FILLER] * (-len(cases) % CHUNK)
+    outputs = []
+    for start in range(0, len(padded), CHUNK):
+        chunk = padded[start:start + CHUNK]
+
+        def shapes(key, chunk=chunk):
+            return jg.pack([c[key] for c in chunk], num_vertices=NUM_VERTICES, dtype=dtype)
+
+        def poses(key, chunk=chunk):
+            return jg.Pose(
+                jnp.asarray(np.stack([np.asarray(c[key].translation, np.float64) for c in chunk]),
+                            dtype),
+                jnp.asarray(np.stack([np.asarray(c[key].rotation, np.float64) for c in chunk]),
+                            dtype))
+
+        result = SIGNED(shapes("shape_a"), poses("pose_a"), shapes("shape_b"), poses("pose_b"))
+        outputs.append(jax.tree_util.tree_map(np.asarray, result))
+    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *outputs)
+    return jax.tree_util.tree_map(lambda leaf: leaf[:len(cases)], joined)
+
+
+@functools.lru_cache(maxsize=None)
+def penetrating(dtype):
+    """Overlapping pairs of every kind pair, hand-built polytope contacts and closed-form curved pairs,
+    with their results in `dtype`."""
+    cases = pairs("penetrating", 6, 2) + polytope_cases() + closed_form_cases()
+    return cases, run(cases, dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def swept(dtype):
+    all_sweeps = sweeps()
+    return all_sweeps, run([c for s in all_sweeps for c in sweep_cases(s, dtype)], dtype)
+
+
+def is_polytope_pair(case):
+    return all(k in POLYTOPE_KINDS for k in case["kinds"])
+
+
+def errors_of(cases, result):
+    return np.abs(result.distance.astype(np.float64) - np.array([c["ref"]["distance"] for c in cases]))
+
+
+def report(title, cases, result, dtype):
+    """Print max |error|/size and GJK+EPA iterations (mean, p99, max) per kind pair."""
+    errors = errors_of(cases, result)
+    rows = defaultdict(list)
+    for index, case in enumerate(cases):
+        rows[tuple(sorted(case["kinds"]))].append(index)
+    print(f"\n{title} ({np.dtype(dtype).name}): kinds, count, max |err|/size, iterations mean/p99/max")
+    for kinds, indices in sorted(rows.items()):
+        iterations = result.iterations[indices]
+        relative = max(errors[i] / cases[i]["size"] for i in indices)
+        print(f"  {kinds[0]:>13s}-{kinds[1]:<13s} {len(indices):4d}  {relative:9.2e}  "
+              f"{iterations.mean():6.1f} {np.percentile(iterations, 99):6.1f} {iterations.max():4d}")
+
+
+def failure_message(failures, limit=25):
+    return f"{len(failures)} failures:\n" + "\n".join(failures[:limit])
+
+
+def describe(case, result, index):
+    return (f"{case['kinds']} size={case['size']:g} sd={float(result.distance[index]):.12g} "
+            f"ref={case['ref']['distance']:.12g} status={jg.Status(int(result.status[index])).name} "
+            f"iterations={int(result.iterations[index])}")
+
+
+def check_accuracy(cases, result, dtype):
+    failures = []
+    errors = errors_of(cases, result)
+    for index, case in enumerate(cases):
+        if not errors[index] <= tolerance(case, dtype):
+            failures.append(f"|err|={errors[index]:.3g} > {tolerance(case, dtype):.3g}: "
+                            + describe(case, result, index))
+    return failures
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_polytope_penetration_depth_matches_exact_reference(dtype):
+    cases, result = penetrating(dtype)
+    chosen = [i for i, c in enumerate(cases) if is_polytope_pair(c)]
+    subset = [cases[i] for i in chosen]
+    subset_result = jax.tree_util.tree_map(lambda leaf: leaf[chosen], result)
+    groups = {c.get("group") for c in subset}
+    assert {"face_to_face", "vertex_in_face", "edge_edge", "coincident", "deep", "random_hull"} <= groups
+    report("polytope pairs", subset, subset_result, dtype)
+    failures = check_accuracy(subset, subset_result, dtype)
+    assert not failures, failure_message(failures)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_coincident_shapes_have_the_smallest_width_as_depth(dtype):
+    cases, result = penetrating(dtype)
+    chosen = [i for i, c in enumerate(cases) if c.get("group") == "coincident"]
+    assert len(chosen) == 9
+    for index in chosen:
+        case = cases[index]
+        if isinstance(case["shape_a"], jg.Box):  # closed form: the smallest full extent 2·min h
+            expected = 2 * float(np.min(np.asarray(case["shape_a"].half_extents)))
+            assert abs(case["ref"]["distance"] + expected) <= 1e-12 * case["size"]
+        assert abs(result.distance[index] - case["ref"]["distance"]) <= tolerance(case, dtype), \
+            describe(case, result, index)
+        assert result.status[index] == jg.Status.PENETRATING, describe(case, result, index)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_curved_pairs_match_reference(dtype):
+    """Spheres and capsules against closed forms (and the exact rounded-polytope reference);
+    cylinders, cones and ellipsoids against the support-function reference."""
+    cases, result = penetrating(dtype)
+    chosen = [i for i, c in enumerate(cases) if not is_polytope_pair(c)]
+    subset = [cases[i] for i in chosen]
+    subset_result = jax.tree_util.tree_map(lambda leaf: leaf[chosen], result)
+    kinds = {tuple(sorted(c["kinds"])) for c in subset if c.get("group") == "closed_form"}
+    assert {("sphere", "sphere"), ("box", "sphere"), ("capsule", "capsule"), ("capsule", "sphere"),
+            ("box", "capsule")} <= kinds
+    report("curved pairs", subset, subset_result, dtype)
+    failures = check_accuracy(subset, subset_result, dtype)
+    assert not failures, failure_message(failures)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_penetrating_output_contract(dtype):
+    """status PENETRATING, distance < 0, unit normal from A to B, witness points on the supporting
+    planes, and translating B by the depth along the normal just separates the shapes."""
+    cases, result = penetrating(dtype)
+    failures = []
+    for index, case in enumerate(cases):
+        tol = tolerance(case, dtype)
+        size = case["size"]
+        distance = float(result.distance[index])
+        normal = result.normal[index].astype(np.float64)
+        point_a = result.point_a[index].astype(np.float64)
+        point_b = result.point_b[index].astype(np.float64)
+        problems = []
+        if result.status[index] != jg.Status.PENETRATING:
+            problems.append("status")
+        if not distance < 0:
+            problems.append("distance >= 0")
+        if not abs(np.linalg.norm(normal) - 1) <= (1e-12 if dtype == np.float64 else 1e-6):
+            problems.append(f"|normal| = {np.linalg.norm(normal)}")
+        if not abs(normal @ (point_b - point_a) - distance) <= tol:
+            problems.append(f"n·(pb - pa) = {normal @ (point_b - point_a)}")
+        gap_a = normal @ point_a - support_function(case["shape_a"], case["pose_a"], normal)
+        gap_b = -normal @ point_b - support_function(case["shape_b"], case["pose_b"], -normal)
+        if not (abs(gap_a) <= tol and abs(gap_b) <= tol):
+            problems.append(f"witness off the supporting planes by {gap_a:.3g}, {gap_b:.3g}")
+        if problems:
+            failures.append(f"{', '.join(problems)}: " + describe(case, result, index))
+            continue
+        # Shifting B by (depth + ε)·n separates: the plane with normal n certifies it when the
+        # shapes' extents along n overlap by less than the shift; otherwise ask the reference.
+        depth = -distance
+        slack = 1e-6 * size if dtype == np.float64 else tol
+        separating = depth + slack
+        if support_gap(case, normal) >= separating:
+            moved = pose(np.asarray(case["pose_b"].translation) + separating * normal,
+                         case["pose_b"].rotation)
+            after = reference(case["shape_a"], case["pose_a"], case["shape_b"], moved,
+                              case["kinds"])["distance"]
+            if not after > 0:
+                failures.append(f"shift by depth + {slack:g} leaves sd_ref={after:.3g} "
+                                f"(gap along n {support_gap(case, normal):.12g}): "
+                                + describe(case, result, index))
+        # Shifting B by (depth - 1e-3·size)·n still overlaps. Exact for polyhedral pairs; for curved
+        # ones from the reference and the 1-Lipschitz bound sd(B + v) <= sd(B) + |v|.
+        short = depth - 1e-3 * size
+        if all(is_polyhedral(k) for k in case["kinds"]):
+            moved = pose(np.asarray(case["pose_b"].translation) + short * normal,
+                         case["pose_b"].rotation)
+            after = reference(case["shape_a"], case["pose_a"], case["shape_b"], moved,
+                              case["kinds"])["distance"]
+        else:
+            after = case["ref"]["distance"] + short
+        if not after < 0:
+            failures.append(f"shift by depth - 1e-3·size separates (sd_ref={after:.3g}): "
+                            + describe(case, result, index))
+    assert not failures, failure_message(failures)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sweep_through_contact_is_continuous(dtype):
+    """B moves along u through contact (see sweep_cases): separated side exact (sd = s, normal u),
+    penetrating side within the reference bounds, 1-Lipschitz, monotone where the geometry is, no
+    zero for a separated pair, no sign flip, no normal flip at contact."""
+    all_sweeps, result = swept(dtype)
+    count = len(all_sweeps[0]["offsets"])
+    failures = []
+    monotone_sweeps = 0
+    for number, sweep in enumerate(all_sweeps):
+        cases = sweep_cases(sweep, dtype)
+        rows = slice(number * count, (number + 1) * count)
+        sd = result.distance[rows].astype(np.float64)
+        normals = result.normal[rows].astype(np.float64)
+        status = result.status[rows]
+        s = sweep["offsets"]
+        u = sweep["direction"]
+        size = sweep["size"]
+        tol = tolerance(cases[0], dtype)
+        ref = np.array([c["ref"]["distance"] for c in cases])
+        lower = np.array([c["lower"] for c in cases])
+        upper = np.array([c["upper"] for c in cases])
+        name = f"{sweep['kinds']} size={size:g}"
+
+        def fail(k, reason, name=name, s=s, sd=sd, ref=ref, status=status):
+            failures.append(f"{name} k={k} s/size={s[k] / size:+.3g}: {reason} "
+                            f"(sd={sd[k]:.10g} ref={ref[k]:.10g} "
+                            f"status={jg.Status(int(status[k])).name})")
+
+        for k in range(count):
+            if not (np.isfinite(sd[k]) and np.all(np.isfinite(normals[k]))):
+                fail(k, "not finite")
+                continue
+            if np.isfinite(ref[k]) and not abs(sd[k] - ref[k]) <= tol:
+                fail(k, f"|sd - ref| = {abs(sd[k] - ref[k]):.3g} > {tol:.3g}")
+            if not lower[k] - tol <= sd[k] <= upper[k] + tol:
+                fail(k, f"outside the reference bounds [{lower[k]:.10g}, {upper[k]:.10g}]")
+            if s[k] > 0:  # ref = s > 1e-6·size
+                if not (sd[k] > 0 and status[k] == jg.Status.SEPARATED):
+                    fail(k, "separated pair not reported separated with sd > 0")
+                if not normals[k] @ u >= 1 - (1e-6 if dtype == np.float64 else 1e-3):
+                    fail(k, f"separated normal off u: n·u = {normals[k] @ u:.9f}")
+            elif upper[k] < -tol and not (sd[k] < 0 and status[k] == jg.Status.PENETRATING):
+                fail(k, "overlapping pair not reported PENETRATING with sd < 0")
+        steps = np.diff(s)
+        changes = np.diff(sd)
+        for k in np.nonzero(np.abs(changes) > steps * (1 + 1e-6) + 2 * tol)[0]:
+            fail(k, f"jump {changes[k]:.3g} over a step of {steps[k]:.3g} (Lipschitz)")
+        if sweep["monotone"]:
+            monotone_sweeps += 1
+            for k in np.nonzero(changes < -2 * tol)[0]:
+                fail(k, f"decreases by {-changes[k]:.3g} while B moves away")
+        for gap in (1, 2):
+            before, after = CONTACT_INDEX - gap, CONTACT_INDEX + gap
+            if not normals[before] @ normals[after] > 0:
+                fail(CONTACT_INDEX, f"normal flips across contact: {normals[before]} -> "
+                                    f"{normals[after]}")
+    print(f"\nsweeps ({np.dtype(dtype).name}): {len(all_sweeps)} kind pairs × {count} positions, "
+          f"{monotone_sweeps} checked for monotonicity")
+    assert monotone_sweeps >= len(all_sweeps) // 2
+    assert not failures, failure_message(failures)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_degenerate_shapes_give_finite_documented_results(dtype):
+    """Zero-size boxes and spheres, flat and single-point polytopes, zero-length capsules."""
+    cases = degenerate_cases()
+    result = run(cases, dtype)
+    failures = []
+    for index, case in enumerate(cases):
+        values = [result.distance[index], result.normal[index], result.point_a[index],
+                  result.point_b[index]]
+        normal = result.normal[index].astype(np.float64)
+        tol = tolerance(case, dtype)
+        problems = []
+        if not all(np.all(np.isfinite(v)) for v in values):
+            problems.append("not finite")
+        if int(result.status[index]) not in case["statuses"]:
+            problems.append(f"status not in {[jg.Status(s).name for s in case['statuses']]}")
+        if not abs(np.linalg.norm(normal) - 1) <= 1e-6:
+            problems.append("normal not unit")
+        if not abs(result.distance[index] - case["ref"]["distance"]) <= tol:
+            problems.append("distance off the exact value")
+        gap = normal @ (result.point_b[index] - result.point_a[index]) - result.distance[index]
+        if not abs(gap) <= tol:
+            problems.append(f"distance != n·(pb - pa) by {gap:.3g}")
+        if problems:
+            failures.append(f"{case['name']}: {', '.join(problems)}: " + describe(case, result, index))
+    assert not failures, failure_message(failures)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_invalid_input_gives_placeholders(dtype):
+    """NaN or inf in a pose or shape, zero quaternions, negative sizes, an empty vertex set."""
+    cases = invalid_cases()
+    result = run(cases, dtype)
+    for index, case in enumerate(cases):
+        message = f"{case['name']}: status {jg.Status(int(result.status[index])).name}"
+        assert result.status[index] == jg.Status.INVALID_INPUT, message
+        assert result.distance[index] == 0, message
+        np.testing.assert_array_equal(result.point_a[index], 0, err_msg=message)
+        np.testing.assert_array_equal(result.point_b[index], 0, err_msg=message)
+        np.testing.assert_array_equal(result.normal[index], [0, 0, 1], err_msg=message)
+        assert result.iterations[index] == 0, message
