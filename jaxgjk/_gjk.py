@@ -6,7 +6,7 @@ One `lax.while_loop` with a hard iteration bound. Each step takes the support po
 closest point of the new simplex (`_simplex.closest_point`). Stopping tests, each a guarantee:
 - duality gap: ``|v|² − v·w ≤ tol·|v|·max|w|`` gives ``|v| − d ≤ tol·max|w|`` since v·w/|v| ≤ d ≤ |v|;
 - repeated support point or no decrease of |v|: no further progress is possible in this precision;
-- the simplex encloses the origin, or |v| ≤ 4 eps max|w|: the cores intersect or touch;
+- the simplex encloses the origin, or |v| ≤ eps max|w|: the cores intersect or touch;
 - `separation_bound`: the lower bound v·w/|v| exceeds it (early exit of `intersect` and of far pairs);
 - `contact_bound`: the upper bound |v| is at most it (early exit of `intersect` for rounded shapes).
 """
@@ -54,8 +54,8 @@ class GJKState:
 
 
 def _touching(norm_sq, scale_sq):
-    """|v| is within rounding of zero relative to the size of D."""
-    return norm_sq <= (4 * epsilon(norm_sq.dtype)) ** 2 * scale_sq
+    """|v| is within rounding (eps·max|w|, the error of v itself) of zero."""
+    return norm_sq <= epsilon(norm_sq.dtype) ** 2 * scale_sq
 
 
 def _initial_state(pair: RelativePair, warm_start: Simplex | None) -> GJKState:

@@ -14,9 +14,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from cases import is_polyhedral, pairs, reference, tolerance
-from sweep_cases import (CONTACT_INDEX, closed_form_cases, degenerate_cases, invalid_cases,
-                         polytope_cases, pose, support_gap, sweep_cases, sweeps)
 from reference import support_function
+from sweep_cases import (
+    CONTACT_INDEX,
+    closed_form_cases,
+    degenerate_cases,
+    invalid_cases,
+    polytope_cases,
+    pose,
+    support_gap,
+    sweep_cases,
+    sweeps,
+)
 
 import jaxgjk as jg
 
@@ -53,7 +62,7 @@ def run(cases, dtype):
     return jax.tree_util.tree_map(lambda leaf: leaf[:len(cases)], joined)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def penetrating(dtype):
     """Overlapping pairs of every kind pair, hand-built polytope contacts and closed-form curved pairs,
     with their results in `dtype`."""
@@ -61,7 +70,7 @@ def penetrating(dtype):
     return cases, run(cases, dtype)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def swept(dtype):
     all_sweeps = sweeps()
     return all_sweeps, run([c for s in all_sweeps for c in sweep_cases(s, dtype)], dtype)
@@ -236,7 +245,7 @@ def test_sweep_through_contact_is_continuous(dtype):
         upper = np.array([c["upper"] for c in cases])
         name = f"{sweep['kinds']} size={size:g}"
 
-        def fail(k, reason, name=name, s=s, sd=sd, ref=ref, status=status):
+        def fail(k, reason, name=name, s=s, sd=sd, ref=ref, status=status, size=size):
             failures.append(f"{name} k={k} s/size={s[k] / size:+.3g}: {reason} "
                             f"(sd={sd[k]:.10g} ref={ref[k]:.10g} "
                             f"status={jg.Status(int(status[k])).name})")
@@ -252,8 +261,10 @@ def test_sweep_through_contact_is_continuous(dtype):
             if s[k] > 0:  # ref = s > 1e-6·size
                 if not (sd[k] > 0 and status[k] == jg.Status.SEPARATED):
                     fail(k, "separated pair not reported separated with sd > 0")
-                if not normals[k] @ u >= 1 - (1e-6 if dtype == np.float64 else 1e-3):
-                    fail(k, f"separated normal off u: n·u = {normals[k] @ u:.9f}")
+                # The closest point of D is s·u. A normal off by θ changes the distance by about
+                # s·θ²/2 (curved contact) or s·θ (corner): allow what the distance tolerance allows.
+                if not np.linalg.norm(normals[k] - u) <= np.sqrt(2 * tol / s[k]) + tol / s[k]:
+                    fail(k, f"separated normal off u: |n - u| = {np.linalg.norm(normals[k] - u):.3g}")
             elif upper[k] < -tol and not (sd[k] < 0 and status[k] == jg.Status.PENETRATING):
                 fail(k, "overlapping pair not reported PENETRATING with sd < 0")
         steps = np.diff(s)
