@@ -1,5 +1,8 @@
 """jaxgjk: convex collision queries (GJK, EPA) in pure JAX, differentiable and batchable."""
 
+from ._batch import pairs as pairs
+from ._batch import pairwise as pairwise
+from ._batch import self_pairs as self_pairs
 from ._hull import Hull as Hull
 from ._hull import convex_hull as convex_hull
 from ._lp import LPResult as LPResult
