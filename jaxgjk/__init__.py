@@ -15,6 +15,7 @@ from ._queries import distance as distance
 from ._queries import intersect as intersect
 from ._queries import signed_distance as signed_distance
 from ._result import Config as Config
+from ._smoothing import smoothed_signed_distance as smoothed_signed_distance
 from ._result import DistanceResult as DistanceResult
 from ._result import Simplex as Simplex
 from ._result import Status as Status

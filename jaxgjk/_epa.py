@@ -31,25 +31,8 @@ def _adjacency(faces: np.ndarray) -> np.ndarray:
     return np.array([[owner[(f[_NEXT[k]], f[k])] for k in range(3)] for f in faces])
 
 
-# Initial polytopes on 5 vertex slots, indexed by the GJK simplex size k (2, 3 or 4), each with 6 face
-# slots: a tetrahedron (two unused faces), or a triangular bipyramid around the triangle / segment.
-_TETRAHEDRON = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
-_AROUND_TRIANGLE = np.array([[0, 1, 3], [1, 2, 3], [2, 0, 3], [1, 0, 4], [2, 1, 4], [0, 2, 4]])
-_AROUND_SEGMENT = np.array([[0, 2, 3], [0, 3, 4], [0, 4, 2], [1, 3, 2], [1, 4, 3], [1, 2, 4]])
-
-
-def _padded(faces):
-    adjacency = _adjacency(faces)
-    pad = 6 - len(faces)
-    return (np.concatenate([faces, np.zeros((pad, 3), int)]),
-            np.concatenate([adjacency, np.zeros((pad, 3), int)]),
-            np.arange(6) < len(faces))
-
-
-_TEMPLATES = [_padded(f) for f in (_AROUND_SEGMENT, _AROUND_TRIANGLE, _TETRAHEDRON)]
-_TEMPLATE_FACES = np.stack([t[0] for t in _TEMPLATES])  # (3, 6, 3), indexed by k - 2
-_TEMPLATE_ADJACENCY = np.stack([t[1] for t in _TEMPLATES])
-_TEMPLATE_VALID = np.stack([t[2] for t in _TEMPLATES])
+_TETRAHEDRON = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])  # outward if det > 0
+_TETRAHEDRON_ADJACENCY = _adjacency(_TETRAHEDRON)
 
 
 @pytree_dataclass
@@ -92,61 +75,51 @@ def _face_planes(points, faces):
     return normals, distances
 
 
-def _perpendicular_directions(axis):
-    """Three unit directions (3, 3) perpendicular to `axis` (3,), 120° apart."""
+def _perpendicular(axis):
+    """A unit direction (3,) perpendicular to `axis` (3,)."""
     helper = jnp.eye(3, dtype=axis.dtype)[jnp.argmin(jnp.abs(axis))]
-    u = unit_vector(jnp.cross(axis, helper))
-    v = unit_vector(jnp.cross(axis, u))
-    angles = jnp.array([0, 2 * np.pi / 3, 4 * np.pi / 3], axis.dtype)
-    return jnp.cos(angles)[:, None] * u + jnp.sin(angles)[:, None] * v
+    return unit_vector(jnp.cross(axis, helper))
 
 
 def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int) -> EPAState:
-    """Grow GJK's final simplex (2 to 4 points enclosing the origin) into a closed polytope."""
+    """Grow GJK's final simplex (2 to 4 points whose hull holds the origin) into a tetrahedron.
+
+    A tetrahedron is convex whatever its points, so it holds the origin (maybe on its boundary, which
+    EPA's first steps push out): a segment gains the support point along a perpendicular, a triangle
+    the support point along its normal or the opposite one, whichever lies farther from its plane.
+    """
     order = jnp.argsort(~simplex.mask, stable=True)  # used slots first
     start = pair.points_from_directions(simplex.directions_a[order], simplex.directions_b[order])
     count = jnp.sum(simplex.mask)
     p = start.point
-    # Extra support directions: ±normal of a triangle, or three directions around a segment.
-    triangle_normal = unit_vector(jnp.cross(p[1] - p[0], p[2] - p[0]))
-    directions = jnp.where(
-        count == 3,
-        jnp.stack([triangle_normal, -triangle_normal, triangle_normal]),
-        _perpendicular_directions(unit_vector(p[1] - p[0])),
-    )
-    extra = jax.vmap(pair.support)(directions)
-    first_extra = jnp.clip(count, 2, 4)  # slot of the first extra point
-    slot_source = jnp.arange(5) - first_extra  # < 0: simplex point; ≥ 0: extra point
-    take = lambda simplex_leaf, extra_leaf: jnp.where(  # noqa: E731
-        (slot_source < 0)[:, None], simplex_leaf[jnp.minimum(jnp.arange(5), 3)],
-        extra_leaf[jnp.clip(slot_source, 0, 2)])
-    five = jax.tree_util.tree_map(take, start, extra)
+    third = pair.support(_perpendicular(p[1] - p[0]))
+    with_third = jax.tree_util.tree_map(
+        lambda leaf, x: jnp.where(count >= 3, leaf, leaf.at[2].set(x)), start, third)
+    q = with_third.point
+    normal = unit_vector(jnp.cross(q[1] - q[0], q[2] - q[0]))
+    above, below = pair.support(normal), pair.support(-normal)
+    fourth = jax.tree_util.tree_map(
+        lambda x, y: jnp.where(jnp.dot(normal, above.point - q[0]) >= jnp.dot(normal, q[0] - below.point),
+                               x, y), above, below)
+    four = jax.tree_util.tree_map(
+        lambda leaf, x: jnp.where(count >= 4, leaf, leaf.at[3].set(x)), with_third, fourth)
 
-    template = jnp.clip(count, 2, 4) - 2
-    faces = jnp.asarray(_TEMPLATE_FACES)[template]
-    adjacency = jnp.asarray(_TEMPLATE_ADJACENCY)[template]
-    valid = jnp.asarray(_TEMPLATE_VALID)[template]
-    # Wind every face outward: flip all if the first face's normal points at the centroid.
-    num_vertices = jnp.where(count >= 4, 4, 5).astype(jnp.int32)
-    used = jnp.arange(5) < num_vertices
-    centroid = jnp.sum(jnp.where(used[:, None], five.point, 0), axis=0) / jnp.sum(used)
-    first_normal, _ = _face_planes(five.point, faces[:1])
-    flip = jnp.dot(first_normal[0], five.point[faces[0, 0]] - centroid) < 0
-    faces = jnp.where(flip, faces[:, [0, 2, 1]], faces)
-    adjacency = jnp.where(flip, adjacency[:, [2, 1, 0]], adjacency)
+    corners = four.point
+    volume = jnp.dot(corners[1] - corners[0], jnp.cross(corners[2] - corners[0], corners[3] - corners[0]))
+    faces = jnp.where(volume >= 0, _TETRAHEDRON, _TETRAHEDRON[:, [0, 2, 1]])
+    adjacency = jnp.where(volume >= 0, _TETRAHEDRON_ADJACENCY, _TETRAHEDRON_ADJACENCY[:, [2, 1, 0]])
 
     num_faces = 2 * capacity
     vertices = jax.tree_util.tree_map(
-        lambda leaf: jnp.zeros((capacity,) + leaf.shape[1:], leaf.dtype).at[:5].set(leaf), five)
-    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:6].set(faces)
-    adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:6].set(adjacency)
-    valid = jnp.zeros(num_faces, bool).at[:6].set(valid)
+        lambda leaf: jnp.zeros((capacity,) + leaf.shape[1:], leaf.dtype).at[:4].set(leaf), four)
+    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(faces)
+    adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency)
+    valid = jnp.zeros(num_faces, bool).at[:4].set(True)
     normals, distances = _face_planes(vertices.point, faces)
-    dtype = p.dtype
     # A one-point simplex means GJK touched D's boundary at a vertex: depth 0, nothing to expand.
     status = jnp.where(count < 2, Status.INTERSECTING, RUNNING).astype(jnp.int32)
-    return EPAState(vertices, num_vertices, faces, adjacency, normals, distances, valid,
-                    jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, dtype), jnp.zeros((), jnp.int32),
+    return EPAState(vertices, jnp.asarray(4, jnp.int32), faces, adjacency, normals, distances, valid,
+                    jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, p.dtype), jnp.zeros((), jnp.int32),
                     status)
 
 
@@ -169,7 +142,7 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     sees = sees | (jnp.arange(num_faces) == nearest)
 
     horizon = (sees[:, None] & ~sees[state.adjacency]).reshape(-1)
-    edge = jnp.nonzero(horizon, size=max_horizon, fill_value=0)[0]  # index face * 3 + corner
+    edge = jnp.nonzero(horizon, size=max_horizon, fill_value=0)[0].astype(jnp.int32)  # face·3 + corner
     in_use = jnp.arange(max_horizon) < jnp.sum(horizon)
     start = state.faces.reshape(-1)[edge]
     end = state.faces[:, _NEXT].reshape(-1)[edge]
@@ -177,7 +150,7 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     seen_face = edge // 3
     kept = state.valid & ~sees
     slot = jnp.nonzero(~kept, size=max_horizon, fill_value=num_faces)[0]
-    slot = jnp.where(in_use, slot, num_faces)  # out of range: dropped by the scatters below
+    slot = jnp.where(in_use, slot, num_faces).astype(jnp.int32)  # out of range: dropped below
 
     # On the horizon cycle, the new face on edge (a, b) meets the one starting at b and the one
     # ending at a.
@@ -210,7 +183,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         active) -> EPAState:
     """Run EPA from GJK's final `simplex` (origin enclosed or touched); lanes with `active` False
     start finished. The state's `nearest` face gives the depth, normal and witness points."""
-    capacity = max_iterations + 5
+    capacity = max_iterations + 4
     max_horizon = 32
 
     def keep_going(state: EPAState):
@@ -227,11 +200,14 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         repeated = jnp.any(
             (jnp.arange(capacity) < state.num_vertices)
             & jnp.all(state.vertices.point == w.point, axis=-1))
-        converged = repeated | (upper_bound - lower_bound <= tolerance * scale)
+        converged = upper_bound - lower_bound <= tolerance * scale
+        # A support point already in the polytope with a gap left means the polytope lost convexity to
+        # rounding: stop, and say so.
+        stuck = repeated & ~converged
         full = state.num_vertices >= capacity
         expanded, consistent = _expand(state, w, nearest, max_horizon)
         status = jnp.select(
-            [converged, ~jnp.isfinite(lower_bound), full | ~consistent],
+            [converged, ~jnp.isfinite(lower_bound), stuck | full | ~consistent],
             [Status.PENETRATING, Status.DEGENERATE, Status.DEGENERATE], RUNNING).astype(jnp.int32)
         accept = status == RUNNING
         pick = lambda new, old: jnp.where(accept, new, old)  # noqa: E731

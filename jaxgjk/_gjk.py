@@ -60,7 +60,10 @@ def _touching(norm_sq, scale_sq):
 
 def _initial_state(pair: RelativePair, warm_start: Simplex | None) -> GJKState:
     """A one-point simplex from the centres' direction, or the warm start's re-evaluated simplex."""
-    first = pair.support(-pair.center())
+    # From the centres' direction (Seed 004's choice); coincident centres start along +x instead.
+    toward_b = pair.center()
+    toward_b = jnp.where(jnp.any(toward_b != 0), toward_b, jnp.eye(3, dtype=toward_b.dtype)[0])
+    first = pair.support(-toward_b)
     dtype = first.point.dtype
     slots = jax.tree_util.tree_map(lambda leaf: jnp.zeros((4,) + leaf.shape, dtype), first)
     vertices = jax.tree_util.tree_map(lambda slot, leaf: slot.at[0].set(leaf), slots, first)

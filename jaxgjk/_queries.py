@@ -141,10 +141,9 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         status = jnp.where(run_epa, epa_state.status, status)
         iterations = iterations + jnp.where(run_epa, epa_state.iterations, 0)
         signed = core_distance - margin
-        status = jnp.where(
-            (status == Status.SEPARATED) & (signed < 0), Status.PENETRATING,
-            jnp.where((status == Status.INTERSECTING) & cores_overlap & (simplex_size < 2),
-                      Status.INTERSECTING, status))
+        # Rounded shapes whose cores are apart or touch can still overlap: penetration known exactly.
+        settled = (status == Status.SEPARATED) | (status == Status.INTERSECTING)
+        status = jnp.where(settled & (signed < 0), Status.PENETRATING, status)
     else:
         normal_local = jnp.where(cores_overlap & (core_norm == 0), touch_normal, normal_local)
         signed = core_distance - margin
