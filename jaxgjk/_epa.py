@@ -20,6 +20,7 @@ from ._minkowski import RelativePair, SupportPoint
 from ._result import Simplex, Status
 from ._shapes import unit_vector
 from ._simplex import face_weights
+from ._tolerance import epsilon
 
 RUNNING = -1
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
@@ -106,8 +107,9 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int) -> EPASt
 
     corners = four.point
     volume = jnp.dot(corners[1] - corners[0], jnp.cross(corners[2] - corners[0], corners[3] - corners[0]))
-    faces = jnp.where(volume >= 0, _TETRAHEDRON, _TETRAHEDRON[:, [0, 2, 1]])
-    adjacency = jnp.where(volume >= 0, _TETRAHEDRON_ADJACENCY, _TETRAHEDRON_ADJACENCY[:, [2, 1, 0]])
+    faces = jnp.where(volume >= 0, _TETRAHEDRON, _TETRAHEDRON[:, [0, 2, 1]]).astype(jnp.int32)
+    adjacency = jnp.where(volume >= 0, _TETRAHEDRON_ADJACENCY,
+                          _TETRAHEDRON_ADJACENCY[:, [2, 1, 0]]).astype(jnp.int32)
 
     num_faces = 2 * capacity
     vertices = jax.tree_util.tree_map(
@@ -138,7 +140,10 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     num_faces = state.faces.shape[0]
     new_index = state.num_vertices
     corner = state.vertices.point[state.faces[:, 0]]
-    sees = state.valid & (jnp.sum(state.normals * (w.point - corner), axis=-1) > 0)
+    # Faces coplanar with w within rounding count as seen: keeping them would leave a fold that is
+    # concave by a rounding error, and a polytope that is not convex can stall EPA (face-to-face boxes).
+    coplanar = 16 * epsilon(w.point.dtype) * jnp.max(jnp.abs(state.vertices.point))
+    sees = state.valid & (jnp.sum(state.normals * (w.point - corner), axis=-1) > -coplanar)
     sees = sees | (jnp.arange(num_faces) == nearest)
 
     horizon = (sees[:, None] & ~sees[state.adjacency]).reshape(-1)
