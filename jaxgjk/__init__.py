@@ -3,6 +3,7 @@
 from ._batch import pairs as pairs
 from ._batch import pairwise as pairwise
 from ._batch import self_pairs as self_pairs
+from ._hill_climb import ClimbingPolytope as ClimbingPolytope
 from ._hull import Hull as Hull
 from ._hull import convex_hull as convex_hull
 from ._lp import LPResult as LPResult
@@ -16,6 +17,7 @@ from ._queries import intersect as intersect
 from ._queries import signed_distance as signed_distance
 from ._result import Config as Config
 from ._smoothing import smoothed_signed_distance as smoothed_signed_distance
+from ._trace import trace_distance as trace_distance
 from ._result import DistanceResult as DistanceResult
 from ._result import Simplex as Simplex
 from ._result import Status as Status
