@@ -448,3 +448,105 @@ def reference_signed_distance(case: Case) -> np.ndarray:
     if case.kind == "capsule-box" and not case.penetrating:
         return _capsule_box_separated(case)
     return np.full(case.n, np.nan)
+
+
+# --------------------------------------------------------------------------------------------
+# arbiter: a float64 reference for any pair, independent of GJK/EPA (slow; for a few pairs)
+
+
+def _support_world(shape: str, params: dict, i: int, rot: np.ndarray, pos: np.ndarray,
+                   dirs: np.ndarray) -> np.ndarray:
+    """h(d) of pair i's shape in the world frame for directions ``dirs`` (M,3)."""
+    m = len(dirs)
+    p = {k: (v if k == "vertices" else np.broadcast_to(v[i], (m,) + np.shape(v[i])))
+         for k, v in params.items()}
+    return dirs @ pos + support_local(shape, p, dirs @ rot)
+
+
+def _fibonacci_sphere(m: int) -> np.ndarray:
+    k = np.arange(m) + 0.5
+    z = 1.0 - 2.0 * k / m
+    r = np.sqrt(1.0 - z * z)
+    t = np.pi * (1.0 + 5.0 ** 0.5) * k
+    return np.stack([r * np.cos(t), r * np.sin(t), z], axis=1)
+
+
+def _closest_on_triangles(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """(T,3) closest points to the origin on triangles (a, b, c), each (T,3) (Ericson 5.1.5)."""
+    p = np.zeros_like(a)
+    ab, ac, ap = b - a, c - a, p - a
+    d1, d2 = np.sum(ab * ap, 1), np.sum(ac * ap, 1)
+    bp = p - b
+    d3, d4 = np.sum(ab * bp, 1), np.sum(ac * bp, 1)
+    cp = p - c
+    d5, d6 = np.sum(ab * cp, 1), np.sum(ac * cp, 1)
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = va + vb + vc
+        face = a + ab * (vb / denom)[:, None] + ac * (vc / denom)[:, None]
+        t_ab = (d1 / (d1 - d3))[:, None]
+        t_ac = (d2 / (d2 - d6))[:, None]
+        t_bc = ((d4 - d3) / ((d4 - d3) + (d5 - d6)))[:, None]
+    out = face
+    conds = [
+        (d1 <= 0) & (d2 <= 0), (d3 >= 0) & (d4 <= d3), (d6 >= 0) & (d5 <= d6),
+        (vc <= 0) & (d1 >= 0) & (d3 <= 0), (vb <= 0) & (d2 >= 0) & (d6 <= 0),
+        (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)]
+    vals = [a, b, c, a + t_ab * ab, a + t_ac * ac, b + t_bc * (c - b)]
+    for cond, val in zip(reversed(conds), reversed(vals), strict=True):
+        out = np.where(cond[:, None], val, out)  # earlier tests take precedence (Ericson's order)
+    return out
+
+
+def arbiter_signed_distance(case: Case, idx, n_dirs: int = 20000, n_starts: int = 6) -> np.ndarray:
+    """float64 signed distances of the pairs ``idx`` by a method independent of GJK/EPA.
+
+    With D = B - A (Minkowski difference, world frame) and h_D(n) = h_B(n) + h_A(-n) its support
+    function, the signed distance is ``-min_{|n|=1} h_D(n)`` for separated and overlapping pairs
+    alike (duality).  polytope-polytope: exact, from the convex hull of the P^2 vertex
+    differences (scipy/qhull): minus the largest facet offset when the origin is inside, else the
+    distance to the nearest hull triangle.  Other kinds: ``n_dirs`` Fibonacci directions, then
+    Nelder-Mead (in a tangent chart, tolerance 1e-13) from the ``n_starts`` best ones; agrees
+    with converged float64 GJK/EPA to ~1e-10 on the suite's cases.  Costs ~0.1-1 s per pair.
+    """
+    from scipy.optimize import minimize
+    from scipy.spatial import ConvexHull
+
+    idx = np.atleast_1d(np.asarray(idx))
+    ra, rb = case.rotmat_a(), case.rotmat_b()
+    dirs = _fibonacci_sphere(n_dirs)
+    out = np.empty(len(idx))
+    for k, i in enumerate(idx):
+        if case.kind == "polytope-polytope":
+            va = case.params_a["vertices"] @ ra[i].T + case.pos_a[i]
+            vb = case.params_b["vertices"] @ rb[i].T + case.pos_b[i]
+            hull = ConvexHull((vb[None, :, :] - va[:, None, :]).reshape(-1, 3))
+            offset = float(hull.equations[:, 3].max())  # facets n.x + off <= 0 inside
+            if offset <= 0.0:
+                out[k] = offset  # origin inside: minus the distance to the nearest facet plane
+            else:
+                tri = hull.points[hull.simplices]
+                q = _closest_on_triangles(tri[:, 0], tri[:, 1], tri[:, 2])
+                out[k] = float(np.sqrt(np.min(np.sum(q * q, axis=1))))
+            continue
+
+        def h(n, i=i):
+            n = np.atleast_2d(n)
+            n = n / np.linalg.norm(n, axis=1, keepdims=True)
+            return (_support_world(case.shape_b, case.params_b, i, rb[i], case.pos_b[i], n)
+                    + _support_world(case.shape_a, case.params_a, i, ra[i], case.pos_a[i], -n))
+
+        values = h(dirs)
+        best = float(values.min())
+        for j in np.argsort(values)[:n_starts]:
+            n0 = dirs[j]
+            u = np.cross(n0, [1.0, 0.0, 0.0] if abs(n0[0]) < 0.9 else [0.0, 1.0, 0.0])
+            u /= np.linalg.norm(u)
+            v = np.cross(n0, u)
+            res = minimize(lambda x, n0=n0, u=u, v=v: float(h(n0 + x[0] * u + x[1] * v)[0]),
+                           np.zeros(2), method="Nelder-Mead",
+                           options=dict(xatol=1e-13, fatol=1e-15, maxiter=5000,
+                                        initial_simplex=[[0, 0], [0.02, 0], [0, 0.02]]))
+            best = min(best, float(res.fun))
+        out[k] = -best
+    return out

@@ -11,6 +11,8 @@ format: kind, per-pair shape parameters, poses as positions (N,3) and unit quate
         seconds=float,                     # wall time of the timed region for all N pairs
                                            # (min over ``repeats``), setup/compile excluded
         per_call_overhead_s=float | None,  # cost of one near-empty call (binding/dispatch)
+        cpu_seconds=float,                 # process CPU time of the timed run counted in
+                                           # ``seconds`` (all threads; robust to a loaded box)
         notes=str)                         # what was timed, precision, threads, caveats
     (+ ``n_timed=int`` from ``run_mjx`` when it ran only the first n_timed < N pairs.)
 
@@ -81,20 +83,28 @@ def _check_query(query: str) -> None:
         raise ValueError(f"query must be one of {QUERIES}, got {query!r}")
 
 
-def _best_time(fn, repeats: int) -> tuple[float, object]:
-    """Run ``fn`` ``repeats`` times; return (min wall seconds, last result)."""
-    best, out = np.inf, None
+def _best_time(fn, repeats: int, cpu: list | None = None) -> tuple[float, object]:
+    """Run ``fn`` ``repeats`` times; return (min wall seconds, last result).
+
+    If ``cpu`` is a list, the process CPU time (all threads) of the fastest run is appended.
+    """
+    best, best_cpu, out = np.inf, np.nan, None
     for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
+        t = time.perf_counter() - t0
+        if t < best:
+            best, best_cpu = t, time.process_time() - c0
+    if cpu is not None:
+        cpu.append(best_cpu)
     return best, out
 
 
-def _result(dist, intersect, seconds, overhead, notes) -> dict:
+def _result(dist, intersect, seconds, overhead, notes, cpu_seconds=np.nan) -> dict:
     return dict(distance=np.asarray(dist, dtype=np.float64),
                 intersect=np.asarray(intersect, dtype=bool), seconds=float(seconds),
-                per_call_overhead_s=None if overhead is None else float(overhead), notes=notes)
+                per_call_overhead_s=None if overhead is None else float(overhead), notes=notes,
+                cpu_seconds=float(cpu_seconds))
 
 
 def _finish(raw: np.ndarray, query: str) -> tuple[np.ndarray, np.ndarray]:
@@ -216,7 +226,8 @@ def run_mujoco(case: C.Case, query: str = "signed_distance", repeats: int = 3) -
             out[i] = f(m, d, 2 * i, 2 * i + 1, distmax, None)
         return out.copy()
 
-    seconds, signed = _best_time(loop, repeats)
+    cpu: list = []
+    seconds, signed = _best_time(loop, repeats, cpu)
     if query == "intersect":
         dist, inter = np.full(n, np.nan), signed < 0.0
     else:
@@ -225,7 +236,7 @@ def run_mujoco(case: C.Case, query: str = "signed_distance", repeats: int = 3) -
             "capsule-box": "analytic mjc_CapsuleBox"}.get(case.kind, "native GJK/EPA mjc_Convex")
     notes = (f"mujoco {mujoco.__version__} mj_geomDistance ({algo}), Python loop over pairs, "
              f"1 thread, float64, distmax={distmax}; timed region = the loop")
-    return _result(dist, inter, seconds, _mujoco_overhead(), notes)
+    return _result(dist, inter, seconds, _mujoco_overhead(), notes, cpu[0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,7 +399,8 @@ def run_mujoco_warp(case: C.Case, query: str = "signed_distance", repeats: int =
 
     launch()  # compile + warm up
     overhead, _ = _best_time(lambda: launch(1), 20)
-    seconds, _ = _best_time(launch, repeats)
+    cpu: list = []
+    seconds, _ = _best_time(launch, repeats, cpu)
     raw = dist_out.numpy().astype(np.float64)
     flag = flag_out.numpy()
     if query == "signed_distance":
@@ -405,7 +417,7 @@ def run_mujoco_warp(case: C.Case, query: str = "signed_distance", repeats: int =
              f"{'ccd (GJK+EPA)' if query == 'signed_distance' else 'gjk_phase'} for all kinds, "
              f"custom kernel 1 thread/pair, device cpu (serial), float32, tol={tol:g}, "
              f"iterations={iters}; timed = launch+synchronize; overhead = dim-1 launch")
-    return _result(dist, inter, seconds, overhead, notes)
+    return _result(dist, inter, seconds, overhead, notes, cpu[0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -497,8 +509,10 @@ def run_mjx(case: C.Case, query: str = "signed_distance", repeats: int = 3,
     sub = case if n_timed == n else C.subset(case, slice(0, n_timed))
     f, args, name = _mjx_collider(sub)
     f(*args).block_until_ready()  # compile + warm up
-    seconds, raw = _best_time(lambda: f(*args).block_until_ready(), repeats)
+    cpu: list = []
+    seconds, raw = _best_time(lambda: f(*args).block_until_ready(), repeats, cpu)
     seconds *= n / n_timed
+    cpu_seconds = cpu[0] * n / n_timed
     raw = np.concatenate([np.asarray(raw, dtype=np.float64), np.full(n - n_timed, np.nan)])
 
     trivial = jax.jit(lambda x: x + 1.0)
@@ -518,7 +532,7 @@ def run_mjx(case: C.Case, query: str = "signed_distance", repeats: int = 3,
              f"jitted x+1 dispatch")
     if n_timed < n:
         notes += f"; ONLY {n_timed}/{n} pairs run, seconds extrapolated linearly to N"
-    out = _result(dist, inter, seconds, overhead, notes)
+    out = _result(dist, inter, seconds, overhead, notes, cpu_seconds)
     out["n_timed"] = n_timed
     return out
 
@@ -608,7 +622,8 @@ def run_coal(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> 
                 out[i] = f(sa[i], ta[i], sb[i], tb[i], req, res)
             return out.copy()
 
-    seconds, raw = _best_time(loop, repeats)
+    cpu: list = []
+    seconds, raw = _best_time(loop, repeats, cpu)
     if query == "intersect":
         dist, inter = np.full(n, np.nan), raw > 0
     else:
@@ -618,7 +633,7 @@ def run_coal(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> 
              f"{'collide' if query == 'intersect' else 'distance'} per pair, Python loop, "
              f"1 thread, float64, default GJK/EPA tolerances; overhead = far-sphere "
              f"coal.distance call ({call * 1e6:.2f} us; empty loop step {empty * 1e9:.0f} ns)")
-    return _result(dist, inter, seconds, call, notes)
+    return _result(dist, inter, seconds, call, notes, cpu[0])
 
 
 # --------------------------------------------------------------------------------------------
