@@ -16,8 +16,6 @@ from ._queries import distance as distance
 from ._queries import intersect as intersect
 from ._queries import signed_distance as signed_distance
 from ._result import Config as Config
-from ._smoothing import smoothed_signed_distance as smoothed_signed_distance
-from ._trace import trace_distance as trace_distance
 from ._result import DistanceResult as DistanceResult
 from ._result import Simplex as Simplex
 from ._result import Status as Status
@@ -33,5 +31,7 @@ from ._shapes import Polytope as Polytope
 from ._shapes import Rounded as Rounded
 from ._shapes import Shape as Shape
 from ._shapes import Sphere as Sphere
+from ._smoothing import smoothed_signed_distance as smoothed_signed_distance
+from ._trace import trace_distance as trace_distance
 
 __version__ = "0.1.0"
