@@ -817,12 +817,13 @@ def make_plots(prefix: str, jrecs: list[dict], precs: list[dict], specs: list[st
             for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
                 handles.setdefault(lab, h)
         labels = list(handles)
+        bottom = min(0.4, 0.8 / fig.get_figheight())  # room for the legend (inches -> fraction)
         fig.legend([handles[k] for k in labels], labels, loc="lower center", ncol=6, fontsize=7)
-        fig.supxlabel("batch size (pairs)", fontsize=9, y=0.07)
-        fig.supylabel("pairs / s", fontsize=9)
+        fig.supxlabel("batch size (pairs)", fontsize=9, y=bottom * 0.8)
+        fig.supylabel("pairs / s (wall clock)", fontsize=9)
         fig.suptitle(f"{q}: throughput vs batch size (solid/filled = separated, "
                      "dashed/hollow = penetrating)", fontsize=10)
-        fig.tight_layout(rect=(0, 0.1, 1, 1))
+        fig.tight_layout(rect=(0, bottom, 1, 1))
         path = f"{prefix}_throughput_{q}.png"
         fig.savefig(path, dpi=72)
         plt.close(fig)

@@ -195,7 +195,7 @@ def table(rows, num_pairs, num_steps, dtype, modes, motion) -> str:
         "time: whole trajectories / queries.",
         "",
         "| vertices A/B | support | cold iters | warm iters | iters drop | "
-        + " | ".join(f"cold {timing[m]} | warm {timing[m]}" for m in modes) + " | max |Δd| |",
+        + " | ".join(f"cold {timing[m]} | warm {timing[m]}" for m in modes) + " | max abs Δd |",
         "| --- | --- | ---: | ---: | ---: | " + " | ".join("---: | ---:" for _ in modes) + " | ---: |",
     ]
     for cold, warm in zip(rows[::2], rows[1::2], strict=True):

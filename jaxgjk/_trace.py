@@ -2,8 +2,9 @@
 
 Nothing of GJK is re-implemented here: the public loop (`_gjk.gjk`) runs with iteration bounds
 k = 1, 2, ..., n (a traced bound, so one compiled kernel serves every k), and the state it stops in is
-the state after k support evaluations. The support point of iteration k + 1 is the support mapping of the
-Minkowski difference evaluated along −v_k, the search direction GJK itself uses.
+the state after k support evaluations. The support point of iteration k is read from the simplex slot
+GJK filled with it (so it is bit-for-bit GJK's own), its search direction from that point's record.
+This relies on `gjk` accepting a traced ``max_iterations``.
 """
 
 from __future__ import annotations
