@@ -82,7 +82,7 @@ def _perpendicular(axis):
     return unit_vector(jnp.cross(axis, helper))
 
 
-def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int) -> EPAState:
+def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, tolerance: float) -> EPAState:
     """Grow GJK's final simplex (2 to 4 points whose hull holds the origin) into a tetrahedron.
 
     A tetrahedron is convex whatever its points, so it holds the origin (maybe on its boundary, which
@@ -118,8 +118,21 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int) -> EPASt
     adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency)
     valid = jnp.zeros(num_faces, bool).at[:4].set(True)
     normals, distances = _face_planes(vertices.point, faces)
-    # A one-point simplex means GJK touched D's boundary at a vertex: depth 0, nothing to expand.
-    status = jnp.where(count < 2, Status.INTERSECTING, RUNNING).astype(jnp.int32)
+    # A one-point simplex means GJK touched D's boundary at a vertex: depth 0, nothing to expand. So
+    # does a D without interior: a segment through the origin (a capsule's axis through a sphere's
+    # centre: no proper face at all) or a flat D (crossing capsule axes: the width of D along the
+    # triangle's normal is within EPA's tolerance, so the depth, at most that width, is 0 to
+    # tolerance). Face 0 then holds the direction in which the cores separate: the perpendicular of
+    # the segment, or the side of the plane with the lesser support.
+    collinear = jnp.all(jnp.isinf(distances[:4]))
+    scale = jnp.sqrt(jnp.max(jnp.sum(corners**2, axis=-1)))
+    flat = jnp.dot(normal, above.point - below.point) <= tolerance * scale
+    plane_side = jnp.where(jnp.dot(normal, above.point) <= -jnp.dot(normal, below.point), 1, -1)
+    normals = normals.at[0].set(jnp.select([collinear, flat],
+                                           [_perpendicular(p[1] - p[0]), plane_side * normal],
+                                           normals[0]))
+    distances = distances.at[0].set(jnp.where(collinear | flat, 0, distances[0]))
+    status = jnp.where((count < 2) | collinear | flat, Status.INTERSECTING, RUNNING).astype(jnp.int32)
     return EPAState(vertices, jnp.asarray(4, jnp.int32), faces, adjacency, normals, distances, valid,
                     jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, p.dtype), jnp.zeros((), jnp.int32),
                     status)
@@ -129,22 +142,55 @@ def _nearest_face(state: EPAState):
     return jnp.argmin(jnp.where(state.valid, state.distances, jnp.inf)).astype(jnp.int32)
 
 
+def _seen_faces(side, inside_edge, valid, adjacency, nearest, coplanar):
+    """The faces (F,) bool that w sees, grown from the `nearest` face across edges.
+
+    Args:
+        side: (F,) signed height of w above each face's plane.
+        inside_edge: (F, 3) whether w lies strictly on the inner side of the line of each face's edge
+            k (seen within the face's plane).
+    A face joins when it borders a seen face and either lies strictly below w (side > `coplanar`),
+    or holds w within rounding and w lies on its side of the shared edge: the new face on that edge
+    would fold back over it (inverted), so it must go; a coplanar face with w beyond the shared edge
+    stays, and the new face extends it flat (a cylinder's cap fan is not swallowed by each new rim
+    point, which would grow the horizon past any size). The patch grows one ring of neighbours a
+    step; it has fewer rings than faces, which bounds the loop.
+    """
+    below = valid & (side > coplanar)
+    folds = valid & (jnp.abs(side) <= coplanar)
+
+    def grow(carry):
+        seen, _, rings = carry
+        neighbour_seen = seen[adjacency]
+        grown = seen | (below & jnp.any(neighbour_seen, axis=-1)) | (
+            folds & jnp.any(neighbour_seen & inside_edge, axis=-1))
+        return grown, jnp.any(grown != seen), rings + 1
+
+    seen = jnp.arange(side.shape[0]) == nearest
+    seen, _, _ = jax.lax.while_loop(lambda carry: carry[1] & (carry[2] < side.shape[0]), grow,
+                                    (seen, jnp.asarray(True), jnp.zeros((), jnp.int32)))
+    return seen
+
+
 def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     """Add `w` as a vertex: remove the faces that see it and join the horizon to it.
 
     The horizon edges (edges of seen faces whose neighbour is unseen) are compacted into `max_horizon`
     rows; each becomes a new face (edge start, edge end, w) in a free face slot. All scatters and
     gathers act on those few rows, so a step costs O(faces + max_horizon²). Returns the new state and
-    whether the step was consistent: the horizon fits and forms a simple cycle.
+    whether the step was consistent (the horizon fits and forms a simple cycle), and the least
+    origin distance of the new faces.
     """
     num_faces = state.faces.shape[0]
     new_index = state.num_vertices
     corner = state.vertices.point[state.faces[:, 0]]
-    # Faces coplanar with w within rounding count as seen: keeping them would leave a fold that is
-    # concave by a rounding error, and a polytope that is not convex can stall EPA (face-to-face boxes).
     coplanar = 16 * epsilon(w.point.dtype) * jnp.max(jnp.abs(state.vertices.point))
-    sees = state.valid & (jnp.sum(state.normals * (w.point - corner), axis=-1) > -coplanar)
-    sees = sees | (jnp.arange(num_faces) == nearest)
+    side = jnp.sum(state.normals * (w.point - corner), axis=-1)
+    edge_start = state.vertices.point[state.faces]
+    edge_end = state.vertices.point[state.faces[:, _NEXT]]
+    inside_edge = jnp.sum(jnp.cross(edge_end - edge_start, w.point - edge_start)
+                          * state.normals[:, None, :], axis=-1) > 0
+    sees = _seen_faces(side, inside_edge, state.valid, state.adjacency, nearest, coplanar)
 
     horizon = (sees[:, None] & ~sees[state.adjacency]).reshape(-1)
     edge = jnp.nonzero(horizon, size=max_horizon, fill_value=0)[0].astype(jnp.int32)  # face·3 + corner
@@ -181,7 +227,7 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     distances = state.distances.at[slot].set(new_distances, mode="drop")
     expanded = EPAState(vertices, new_index + 1, faces, adjacency, normals, distances, valid,
                         state.nearest, state.upper_bound, state.iterations, state.status)
-    return expanded, consistent
+    return expanded, consistent, jnp.min(jnp.where(in_use, new_distances, jnp.inf))
 
 
 def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance: float,
@@ -205,15 +251,20 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         repeated = jnp.any(
             (jnp.arange(capacity) < state.num_vertices)
             & jnp.all(state.vertices.point == w.point, axis=-1))
-        converged = upper_bound - lower_bound <= tolerance * scale
+        gap = upper_bound - lower_bound
+        converged = gap <= tolerance * scale
         # A support point already in the polytope with a gap left means the polytope lost convexity to
         # rounding: stop, and say so.
         stuck = repeated & ~converged
         full = state.num_vertices >= capacity
-        expanded, consistent = _expand(state, w, nearest, max_horizon)
+        expanded, consistent, lowest = _expand(state, w, nearest, max_horizon)
+        # The polytope only grows, so its faces' distances only grow, up to rounding. A new face
+        # nearer than the nearest one by more than the gap means rounding broke convexity (float32
+        # near its precision): accepting it would report a depth that is far too small.
+        consistent &= lowest >= lower_bound - gap - 16 * epsilon(scale.dtype) * scale
         status = jnp.select(
-            [converged, ~jnp.isfinite(lower_bound), stuck | full | ~consistent],
-            [Status.PENETRATING, Status.DEGENERATE, Status.DEGENERATE], RUNNING).astype(jnp.int32)
+            [~jnp.isfinite(lower_bound), converged, stuck | full | ~consistent],
+            [Status.DEGENERATE, Status.PENETRATING, Status.DEGENERATE], RUNNING).astype(jnp.int32)
         accept = status == RUNNING
         pick = lambda new, old: jnp.where(accept, new, old)  # noqa: E731
         kept = jax.tree_util.tree_map(pick, expanded, state)
@@ -221,7 +272,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
                         kept.distances, kept.valid, nearest, upper_bound, state.iterations + 1,
                         status)
 
-    state = _initial_state(pair, simplex, capacity)
+    state = _initial_state(pair, simplex, capacity, tolerance)
     state = EPAState(state.vertices, state.num_vertices, state.faces, state.adjacency, state.normals,
                      state.distances, state.valid, state.nearest, state.upper_bound,
                      state.iterations, jnp.where(active, state.status, Status.PENETRATING))

@@ -38,8 +38,15 @@ class Packed(Shape):
                 Ellipsoid(self.extents), Polytope(self.vertices, self.mask))
 
     def _dispatch(self, method, *args):
-        branches = [lambda s=s: getattr(s, method)(*args) for s in self.primitives()]
-        return jax.lax.switch(jnp.clip(self.kind, 0, len(KINDS) - 1), branches)
+        # Every kind's answer, then a select: what `lax.switch` lowers to under `vmap` anyway. A
+        # switch would break `grad(vmap(...))`: its batching rule wraps the operands in stop_gradient,
+        # which has no transpose, and our custom JVP's tangent rule evaluates support mappings
+        # (jax issues #22011, #39219).
+        answers = [getattr(shape, method)(*args) for shape in self.primitives()]
+        index = jnp.clip(self.kind, 0, len(KINDS) - 1)
+        return jax.tree_util.tree_map(
+            lambda *leaves: jnp.select([index == kind for kind in range(len(KINDS) - 1)], leaves[:-1],
+                                       leaves[-1]), *answers)
 
     def core_support(self, direction):
         return self._dispatch("core_support", direction)

@@ -130,9 +130,13 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         face_simplex = nearest_face_simplex(epa_state)
         depth = jnp.maximum(epa_state.distances[epa_state.nearest], 0)
         face_normal = epa_state.normals[epa_state.nearest]
-        point_mode = jnp.where(run_epa, 1, jnp.where(cores_overlap, 2, 0))
+        # EPA found D flat (a segment through the origin): depth 0 like a touching pair, GJK's simplex
+        # gives the points, EPA the normal.
+        flat = run_epa & (epa_state.status == Status.INTERSECTING)
+        touch_normal = jnp.where(flat, -face_normal, touch_normal)
+        point_mode = jnp.where(run_epa & ~flat, 1, jnp.where(cores_overlap, 2, 0))
         simplex = jax.tree_util.tree_map(
-            lambda face, gjk_leaf: jnp.where(run_epa, face, gjk_leaf), face_simplex, simplex)
+            lambda face, gjk_leaf: jnp.where(point_mode == 1, face, gjk_leaf), face_simplex, simplex)
         core_distance = jnp.select([point_mode == 1, point_mode == 2], [-depth, 0], core_distance)
         normal_local = jnp.select([point_mode == 1, point_mode == 2],
                                   [-face_normal, touch_normal], normal_local)
@@ -185,10 +189,20 @@ def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_
     `normal` (3,) is the primal normal: the distance is ``normal · (point_b − point_a) − margins``,
     whose derivative is the envelope-theorem gradient.
     """
-    points_a = pose_a.apply(jax.vmap(shape_a.core_support)(simplex.directions_a))
-    points_b = pose_b.apply(jax.vmap(shape_b.core_support)(simplex.directions_b))
+    # Used slots first, unused ones repeating the first: the face normal of fewer than three points
+    # is then exactly zero (a safe zero for `unit_vector`), not a NaN-prone near-zero from stale slots.
+    order = jnp.argsort(~simplex.mask, stable=True)
+    mask = simplex.mask[order]
+
+    def support_points(shape, pose, directions):
+        directions = directions[order]
+        directions = jnp.where(mask[:, None], directions, directions[0])
+        return pose.apply(jax.vmap(shape.core_support)(directions))
+
+    points_a = support_points(shape_a, pose_a, simplex.directions_a)
+    points_b = support_points(shape_b, pose_b, simplex.directions_b)
     differences = points_b - points_a
-    weights = face_weights(differences, simplex.mask)
+    weights = face_weights(differences, mask)
     point_a, point_b = weights @ points_a, weights @ points_b
     face_normal = unit_vector(jnp.cross(differences[1] - differences[0],
                                         differences[2] - differences[0]))

@@ -133,9 +133,24 @@ def closest_point(points, mask, required=None):
 def face_weights(points, face_mask):
     """Barycentric weights (4,) of the origin's projection onto the face `face_mask` (4,) of `points`.
 
-    A smooth function of `points` for a fixed face: used by the tangent rules. A face that is not
-    a candidate (a degenerate one) gives finite weights.
+    A smooth function of `points` for a fixed face: used by the tangent rules. Only that face's
+    formula sees its points; every other formula sees all points collapsed onto one, whose exactly
+    zero determinant `_safe_divide` guards. (Evaluating them on the real points and discarding them
+    would not do: a nearly degenerate unused face has huge derivatives, and reverse mode multiplies
+    them by the zero cotangent, giving NaN.) Degenerate faces give finite weights.
     """
-    weights, _, _ = candidates(points, face_mask)
-    is_face = jnp.all(jnp.asarray(_MEMBERS) == face_mask, axis=-1)
-    return is_face.astype(points.dtype) @ weights
+    order = jnp.argsort(~face_mask, stable=True)  # the face's vertices first
+    count = jnp.sum(face_mask)
+    ordered = points[order]
+
+    def only_if(size):
+        """`ordered` with rows from `size` on set to row 0; all rows row 0 unless count == size."""
+        keep = (jnp.arange(4) < size) & (count == size)
+        return jnp.where(keep[:, None], ordered, ordered[0])
+
+    weights = jnp.select(
+        [count == 1, count == 2, count == 3],
+        [jnp.eye(4, dtype=points.dtype)[0], _edge_candidates(only_if(2))[0][0],
+         _triangle_candidates(only_if(3))[0][0]],
+        _tetrahedron_candidate(only_if(4))[0][0])
+    return jnp.zeros_like(weights).at[order].set(weights)

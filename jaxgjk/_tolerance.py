@@ -34,10 +34,16 @@ def gjk_tolerance(dtype) -> float:
 
 
 def epa_tolerance(dtype) -> float:
-    """Default relative tolerance of EPA's gap between the nearest face and the new support point."""
-    return 1e-11 if np.dtype(dtype) == np.float64 else 1e-5
+    """Default relative tolerance of EPA's gap between the nearest face and the new support point.
+
+    The depth is then within ``tol`` times the size of the Minkowski difference. On polytopes EPA ends
+    exactly; on curved surfaces the gap shrinks by a roughly constant factor per step (each step cuts
+    one small patch), so every extra digit costs ~6 steps: float64 stops at 1e-9, float32 at 1e-5.
+    """
+    return 1e-9 if np.dtype(dtype) == np.float64 else 1e-5
 
 
 def epa_iterations(dtype) -> int:
-    """Default EPA iteration bound: float32 reaches its tolerance in fewer steps than float64."""
-    return 96 if np.dtype(dtype) == np.float64 else 32
+    """Default EPA iteration bound, enough for the default tolerance on all but a few percent of pairs
+    of two ellipsoids (the slowest case: p99 ~130 float64, ~65 float32 steps)."""
+    return 128 if np.dtype(dtype) == np.float64 else 64
