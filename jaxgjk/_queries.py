@@ -207,8 +207,12 @@ def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_
     face_normal = unit_vector(jnp.cross(differences[1] - differences[0],
                                         differences[2] - differences[0]))
     face_normal = face_normal * jnp.where(jnp.dot(face_normal, normal) < 0, -1, 1)
+    # From a triangle the closest point is the projection along its normal, so the face normal is
+    # that direction exactly, and stays well conditioned as the distance goes to 0 (float32 near
+    # contact), where unit(point_b - point_a) divides rounding by the distance.
+    from_closest = jnp.where(jnp.sum(mask) == 3, face_normal, unit_vector(point_b - point_a))
     moving_normal = jnp.select([normal_kind == _NORMAL_FROM_CLOSEST, normal_kind == _NORMAL_FROM_FACE],
-                               [unit_vector(point_b - point_a), face_normal], normal)
+                               [from_closest, face_normal], normal)
     margin_a, margin_b = shape_a.margin(), shape_b.margin()
     distance = jnp.dot(normal, point_b - point_a) - margin_a - margin_b
     return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,

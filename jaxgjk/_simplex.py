@@ -142,15 +142,27 @@ def face_weights(points, face_mask):
     order = jnp.argsort(~face_mask, stable=True)  # the face's vertices first
     count = jnp.sum(face_mask)
     ordered = points[order]
+    # The weights do not change with the scale of the points: measured in units of the face's size,
+    # the determinants (4th powers of lengths, 8th in their derivatives) cannot under- or overflow
+    # for a small face near contact in float32.
+    offsets = jnp.where(face_mask[order][:, None], ordered - ordered[0], 0)
+    size_sq = jnp.max(jnp.sum(offsets * offsets, axis=-1))
+    ordered = ordered / jnp.sqrt(jnp.where(size_sq > 0, size_sq, 1))
 
     def only_if(size):
         """`ordered` with rows from `size` on set to row 0; all rows row 0 unless count == size."""
         keep = (jnp.arange(4) < size) & (count == size)
         return jnp.where(keep[:, None], ordered, ordered[0])
 
+    # The edge directly, not via `_edge_candidates`: its five other, zero-length edges gave NaN in
+    # jit-compiled reverse mode under vmap (not eagerly).
+    start, end = only_if(2)[:2]
+    length_sq = jnp.sum((end - start) ** 2)
+    t = _safe_divide(-jnp.dot(start, end - start), length_sq, length_sq > 0)
+    zero = jnp.zeros_like(t)
     weights = jnp.select(
         [count == 1, count == 2, count == 3],
-        [jnp.eye(4, dtype=points.dtype)[0], _edge_candidates(only_if(2))[0][0],
+        [jnp.eye(4, dtype=points.dtype)[0], jnp.stack([1 - t, t, zero, zero]),
          _triangle_candidates(only_if(3))[0][0]],
         _tetrahedron_candidate(only_if(4))[0][0])
     return jnp.zeros_like(weights).at[order].set(weights)

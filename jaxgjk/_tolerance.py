@@ -20,8 +20,10 @@ def epsilon(dtype) -> float:
 
 
 def tiny(dtype) -> float:
-    """A positive number far below any meaningful squared length, far above underflow."""
-    return float(jnp.finfo(dtype).tiny) * 1e6
+    """The least squared length that is normalised: far below any meaningful squared length, yet
+    large enough that derivatives of ``x / |x|`` (which carry ``|x|⁻³``) stay finite in `dtype`
+    (float32: ~2e-23, float64: ~3e-203)."""
+    return float(jnp.finfo(dtype).max) ** (-2 / 3) * 1e3
 
 
 def gjk_tolerance(dtype) -> float:
