@@ -86,14 +86,21 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     """Grow GJK's final simplex (2 to 4 points whose hull holds the origin) into a tetrahedron.
 
     A tetrahedron is convex whatever its points, so it holds the origin (maybe on its boundary, which
-    EPA's first steps push out): a segment gains the support point along a perpendicular, a triangle
-    the support point along its normal or the opposite one, whichever lies farther from its plane.
+    EPA's first steps push out): a segment gains the support point along ± two perpendiculars that
+    lies farthest from its line (one perpendicular alone can be the normal of a flat D, whose support
+    points then tie and may fall back onto the line), a triangle the support point along its normal
+    or the opposite one, whichever lies farther from its plane.
     """
     order = jnp.argsort(~simplex.mask, stable=True)  # used slots first
     start = pair.points_from_directions(simplex.directions_a[order], simplex.directions_b[order])
     count = jnp.sum(simplex.mask)
     p = start.point
-    third = pair.support(_perpendicular(p[1] - p[0]))
+    axis = unit_vector(p[1] - p[0])
+    first = _perpendicular(axis)
+    second = jnp.cross(axis, first)
+    candidates = jax.vmap(pair.support)(jnp.stack([first, -first, second, -second]))
+    off_line = jnp.sum(jnp.cross(axis, candidates.point - p[0]) ** 2, axis=-1)
+    third = jax.tree_util.tree_map(lambda leaf: leaf[jnp.argmax(off_line)], candidates)
     with_third = jax.tree_util.tree_map(
         lambda leaf, x: jnp.where(count >= 3, leaf, leaf.at[2].set(x)), start, third)
     q = with_third.point
@@ -126,12 +133,12 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     # the segment, or the side of the plane with the lesser support.
     collinear = jnp.all(jnp.isinf(distances[:4]))
     scale = jnp.sqrt(jnp.max(jnp.sum(corners**2, axis=-1)))
-    flat = jnp.dot(normal, above.point - below.point) <= tolerance * scale
+    flat = jnp.any(normal != 0) & (jnp.dot(normal, above.point - below.point) <= tolerance * scale)
     plane_side = jnp.where(jnp.dot(normal, above.point) <= -jnp.dot(normal, below.point), 1, -1)
     normals = normals.at[0].set(jnp.select([collinear, flat],
-                                           [_perpendicular(p[1] - p[0]), plane_side * normal],
-                                           normals[0]))
+                                           [first, plane_side * normal], normals[0]))
     distances = distances.at[0].set(jnp.where(collinear | flat, 0, distances[0]))
+    valid = valid & ((jnp.arange(num_faces) == 0) | ~(collinear | flat))  # face 0 is the nearest
     status = jnp.where((count < 2) | collinear | flat, Status.INTERSECTING, RUNNING).astype(jnp.int32)
     return EPAState(vertices, jnp.asarray(4, jnp.int32), faces, adjacency, normals, distances, valid,
                     jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, p.dtype), jnp.zeros((), jnp.int32),

@@ -146,14 +146,18 @@ def test_coincident_shapes_have_the_smallest_width_as_depth(dtype):
         assert result.status[index] == jg.Status.PENETRATING, describe(case, result, index)
 
 
-# Known open defect (issue 3 stays open): EPA on curved cores (a sphere's point core against a cylinder
-# or cone, ellipsoid pairs) can stop DEGENERATE when a zero-area face splits the seen region, or at the
-# float32 iteration bound; the sweep and contract checks catch it. Kept running so a fix turns them green.
-KNOWN_CURVED_EPA_DEFECT = pytest.mark.xfail(
-    reason="EPA degenerate horizon / iteration bound on curved cores (see notes of issue 3)", strict=False)
+# Known open defect (issue 3 stays open), float32 only: on curved cores EPA stops on the least
+# support-plane distance seen, so the depth is within its tolerance but the final face's own normal is
+# only as good as √tolerance — witness points up to ~4e-4·size off their supporting planes (ellipsoids
+# at size 1e-3), and in the sweep a normal along which the shapes still overlap by up to ~3% of the
+# depth, plus a few sign flips within 4e-6·size of contact. float64 passes both. Kept running
+# (strict=False) so that a fix turns them green.
+FLOAT32_CURVED_EPA_DEFECT = pytest.mark.xfail(
+    reason="float32 EPA on curved cores: normal/witness accurate to sqrt(tolerance) only (issue 3)",
+    strict=False)
+DTYPES_CURVED_EPA = [np.float64, pytest.param(np.float32, marks=FLOAT32_CURVED_EPA_DEFECT)]
 
 
-@KNOWN_CURVED_EPA_DEFECT
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_curved_pairs_match_reference(dtype):
     """Spheres and capsules against closed forms (and the exact rounded-polytope reference);
@@ -170,8 +174,7 @@ def test_curved_pairs_match_reference(dtype):
     assert not failures, failure_message(failures)
 
 
-@KNOWN_CURVED_EPA_DEFECT
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES_CURVED_EPA)
 def test_penetrating_output_contract(dtype):
     """status PENETRATING, distance < 0, unit normal from A to B, witness points on the supporting
     planes, and translating B by the depth along the normal just separates the shapes."""
@@ -230,8 +233,7 @@ def test_penetrating_output_contract(dtype):
     assert not failures, failure_message(failures)
 
 
-@KNOWN_CURVED_EPA_DEFECT
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES_CURVED_EPA)
 def test_sweep_through_contact_is_continuous(dtype):
     """B moves along u through contact (see sweep_cases): separated side exact (sd = s, normal u),
     penetrating side within the reference bounds, the normal certifying the value, 1-Lipschitz,
