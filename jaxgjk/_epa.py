@@ -149,34 +149,47 @@ def _nearest_face(state: EPAState):
     return jnp.argmin(jnp.where(state.valid, state.distances, jnp.inf)).astype(jnp.int32)
 
 
-def _seen_faces(side, inside_edge, valid, adjacency, nearest, coplanar):
-    """The faces (F,) bool that w sees, grown from the `nearest` face across edges.
+def _connected_patch(below, adjacency, nearest):
+    """The faces of `below` (F,) bool edge-connected to face `nearest` (which is included).
 
-    Args:
-        side: (F,) signed height of w above each face's plane.
-        inside_edge: (F, 3) whether w lies strictly on the inner side of the line of each face's edge
-            k (seen within the face's plane).
-    A face joins when it borders a seen face and either lies strictly below w (side > `coplanar`),
-    or holds w within rounding and w lies on its side of the shared edge: the new face on that edge
-    would fold back over it (inverted), so it must go; a coplanar face with w beyond the shared edge
-    stays, and the new face extends it flat (a cylinder's cap fan is not swallowed by each new rim
-    point, which would grow the horizon past any size). The patch grows one ring of neighbours a
-    step; it has fewer rings than faces, which bounds the loop.
+    Faces below w only by rounding can lie apart from the rest (meeting it at a vertex, as on a cone's
+    base), and a patch in two pieces has no single horizon cycle. Grows one ring of neighbours a step;
+    a patch has fewer rings than faces, which bounds the loop.
     """
-    below = valid & (side > coplanar)
-    folds = valid & (jnp.abs(side) <= coplanar)
-
     def grow(carry):
         seen, _, rings = carry
-        neighbour_seen = seen[adjacency]
-        grown = seen | (below & jnp.any(neighbour_seen, axis=-1)) | (
-            folds & jnp.any(neighbour_seen & inside_edge, axis=-1))
+        grown = seen | (below & jnp.any(seen[adjacency], axis=-1))
         return grown, jnp.any(grown != seen), rings + 1
 
-    seen = jnp.arange(side.shape[0]) == nearest
-    seen, _, _ = jax.lax.while_loop(lambda carry: carry[1] & (carry[2] < side.shape[0]), grow,
+    seen = jnp.arange(below.shape[0]) == nearest
+    seen, _, _ = jax.lax.while_loop(lambda carry: carry[1] & (carry[2] < below.shape[0]), grow,
                                     (seen, jnp.asarray(True), jnp.zeros((), jnp.int32)))
     return seen
+
+
+def _add_folded_faces(sees, state: EPAState, w, holds_w, rings: int = 2, max_folds: int = 8):
+    """`sees` (F,) plus the faces that hold `w` within rounding (`holds_w`) and border a seen face
+    with w on their side of the shared edge, ring by ring.
+
+    The faces strictly below w are seen; a face that holds w stays, and the new face on its edge
+    extends it flat — except when w lies on its side of that edge, where the new face would fold back
+    over it (an inverted face, possible only through rounding near a flat fold), so it goes too.
+    Taking every face that holds w instead swallowed a cylinder's whole cap fan at each new rim point,
+    growing the horizon past any size. Such faces are rare: each ring tests at most `max_folds` of
+    them, gathered into a few rows, so a step stays O(faces).
+    """
+    num_faces = sees.shape[0]
+    for _ in range(rings):
+        candidate = holds_w & ~sees & jnp.any(sees[state.adjacency], axis=-1)
+        rows = jnp.nonzero(candidate, size=max_folds, fill_value=0)[0]
+        in_use = jnp.arange(max_folds) < jnp.sum(candidate)
+        start = state.vertices.point[state.faces[rows]]
+        end = state.vertices.point[state.faces[rows][:, _NEXT]]
+        inside = jnp.sum(jnp.cross(end - start, w - start) * state.normals[rows][:, None, :],
+                         axis=-1) > 0
+        folds = in_use & jnp.any(sees[state.adjacency[rows]] & inside, axis=-1)
+        sees = sees.at[jnp.where(folds, rows, num_faces)].set(True, mode="drop")
+    return sees
 
 
 def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
@@ -193,11 +206,8 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     corner = state.vertices.point[state.faces[:, 0]]
     coplanar = 16 * epsilon(w.point.dtype) * jnp.max(jnp.abs(state.vertices.point))
     side = jnp.sum(state.normals * (w.point - corner), axis=-1)
-    edge_start = state.vertices.point[state.faces]
-    edge_end = state.vertices.point[state.faces[:, _NEXT]]
-    inside_edge = jnp.sum(jnp.cross(edge_end - edge_start, w.point - edge_start)
-                          * state.normals[:, None, :], axis=-1) > 0
-    sees = _seen_faces(side, inside_edge, state.valid, state.adjacency, nearest, coplanar)
+    sees = _connected_patch(state.valid & (side > coplanar), state.adjacency, nearest)
+    sees = _add_folded_faces(sees, state, w.point, state.valid & (jnp.abs(side) <= coplanar))
 
     horizon = (sees[:, None] & ~sees[state.adjacency]).reshape(-1)
     edge = jnp.nonzero(horizon, size=max_horizon, fill_value=0)[0].astype(jnp.int32)  # face·3 + corner
