@@ -23,11 +23,11 @@ import argparse
 import dataclasses
 import functools
 import platform
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from hill_climb import best_times, sphere_points  # sibling script: run as benchmarks/tracking.py
 
 VERTEX_COUNTS = ((10, 20), (20, 30), (30, 40), (40, 50), (50, 60), (100, 120), (150, 180), (200, 240))
 CACHED = "climbing, cached starts"
@@ -35,11 +35,6 @@ SUPPORTS = ("dense", "climbing", CACHED)
 SHAPE_OF = {"dense": "dense", "climbing": "climbing", CACHED: "climbing"}
 # The paper's motion: 35 units apart, 1-unit translations and 10° rotations per step.
 PAPER_MOTION = dict(separation=35.0, step_length=1.0, step_angle_deg=10.0)
-
-
-def unit_rows(rng, count):
-    rows = rng.normal(size=(count, 3))
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 def quaternion_multiply(p, q):
@@ -56,7 +51,7 @@ def trajectories(rng, num_pairs, num_steps, separation, step_length, step_angle_
     ``separation - 15`` units, whichever is larger, are flipped.
     """
     min_separation = max(min(separation, 2.2), separation - 15)
-    translation = separation * unit_rows(rng, num_pairs)
+    translation = separation * sphere_points(rng, num_pairs)
     rotation = rng.normal(size=(num_pairs, 4))
     rotation /= np.linalg.norm(rotation, axis=1, keepdims=True)
     half = np.deg2rad(step_angle_deg) / 2
@@ -64,10 +59,10 @@ def trajectories(rng, num_pairs, num_steps, separation, step_length, step_angle_
     for _ in range(num_steps):
         translations.append(translation)
         rotations.append(rotation)
-        step = step_length * unit_rows(rng, num_pairs)
+        step = step_length * sphere_points(rng, num_pairs)
         too_close = np.linalg.norm(translation + step, axis=1) < min_separation
         translation = translation + np.where(too_close[:, None], -step, step)
-        axes = unit_rows(rng, num_pairs)
+        axes = sphere_points(rng, num_pairs)
         turn = np.concatenate([np.full((num_pairs, 1), np.cos(half)), np.sin(half) * axes], 1)
         rotation = quaternion_multiply(turn, rotation)
     return np.stack(translations, 1), np.stack(rotations, 1)
@@ -84,7 +79,7 @@ def make_shapes(rng, num_pairs, count_a, count_b, dtype):
 
     out = {}
     for name, count in (("a", count_a), ("b", count_b)):
-        clouds = [unit_rows(rng, count) for _ in range(num_pairs)]
+        clouds = [sphere_points(rng, count) for _ in range(num_pairs)]
         hulls = [jg.convex_hull(points) for points in clouds]
         assert all(hull.num_vertices == count for hull in hulls), "a point on the sphere was not a vertex"
         degree = max(hull.triangle_adjacency.shape[1] for hull in hulls)
@@ -134,20 +129,6 @@ def track(shape_a, shape_b, translations, rotations, warm, cache):
 
     _, outputs = jax.lax.scan(step, (no_simplex, *no_cache), (translations, rotations))
     return outputs
-
-
-def best_times(calls, repeats):
-    """Fastest of `repeats` runs of each zero-argument call, timed in interleaved rounds (a busy machine
-    then slows every variant alike)."""
-    for call in calls.values():
-        jax.block_until_ready(call())
-    best = dict.fromkeys(calls, np.inf)
-    for _ in range(repeats):
-        for key, call in calls.items():
-            start = time.perf_counter()
-            jax.block_until_ready(call())
-            best[key] = min(best[key], time.perf_counter() - start)
-    return best
 
 
 def run_case(rng, count_a, count_b, num_pairs, num_steps, dtype, repeats, modes, motion):
