@@ -500,6 +500,12 @@ def _fmt_dev(x) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.1e}"
 
 
+def _peer_record(records: list[dict], impl: str, case: str, penetrating: bool, query: str) -> dict | None:
+    """The peer `impl`'s record of (case, penetrating, query), or None."""
+    return next((r for r in records if r["impl"] == impl and r["case"] == case
+                 and r["penetrating"] == penetrating and r["query"] == query), None)
+
+
 def _largest(records: list[dict], **kw) -> dict | None:
     rs = [r for r in records if all(r.get(k) == v for k, v in kw.items())]
     return max(rs, key=lambda r: r["n"]) if rs else None
@@ -581,8 +587,7 @@ def write_markdown(path: str, meta: dict, jrecs: list[dict], precs: list[dict],
                     row = [f"{spec} {'pen' if pen else 'sep'}", jcell(j32, key), jcell(j64, key)]
                     rates = []
                     for p in peers:
-                        pr = next((r for r in precs if r["impl"] == p and r["case"] == spec
-                                   and r["penetrating"] == pen and r["query"] == q), None)
+                        pr = _peer_record(precs, p, spec, pen, q)
                         rate = pr.get(key, np.nan) if pr else np.nan
                         rates.append(rate)
                         row.append(_fmt_rate(rate))
@@ -605,9 +610,7 @@ def write_markdown(path: str, meta: dict, jrecs: list[dict], precs: list[dict],
             for pen in (False, True):
                 j32 = _largest(jrecs, case=spec, penetrating=pen, query=q, dtype="float32")
                 j64 = _largest(jrecs, case=spec, penetrating=pen, query=q, dtype="float64")
-                pr = {p: next((r for r in precs if r["impl"] == p and r["case"] == spec
-                               and r["penetrating"] == pen and r["query"] == q), None)
-                      for p in peers}
+                pr = {p: _peer_record(precs, p, spec, pen, q) for p in peers}
                 comp = [f"{j['lower_s'] + j['compile_s']:.1f}" if j else "–" for j in (j32, j64)]
                 label = f"{spec} {'pen' if pen else 'sep'}"
                 if q == "intersect":
