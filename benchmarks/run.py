@@ -898,6 +898,15 @@ def jaxgjk_source_id() -> dict:
                 latest_mtime=datetime.datetime.fromtimestamp(latest).isoformat(timespec="seconds"))
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (else `platform.processor()`)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "cpu"
+
+
 def _parse_sizes(s: str) -> tuple[int, ...]:
     return tuple(int(float(v)) for v in s.split(",") if v)
 
@@ -1048,18 +1057,11 @@ def main(argv=None) -> int:
         mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError):
         mem_gib = float("nan")
-    cpu_model = platform.processor() or "cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu_model = next(line.split(":", 1)[1].strip() for line in f
-                             if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     meta = dict(tag=tag, mode=mode_name, date=datetime.datetime.now().isoformat(timespec="seconds"),
                 command="python benchmarks/run.py " + " ".join(shlex.quote(a) for a in
                                                                (argv or sys.argv[1:])),
                 device=str(device), device_kind=device.device_kind, platform=device.platform,
-                cpu_model=cpu_model, cpu_count=os.cpu_count(), mem_gib=mem_gib,
+                cpu_model=cpu_model(), cpu_count=os.cpu_count(), mem_gib=mem_gib,
                 python=sys.version.split()[0], versions=P.peer_versions(),
                 jaxgjk_version=jg.__version__, jaxgjk_source=source_id, loadavg_start=load_start,
                 loadavg_end=os.getloadavg()[0], total_s=total, repeats=args.repeats,
