@@ -3,6 +3,8 @@
 from ._batch import pairs as pairs
 from ._batch import pairwise as pairwise
 from ._batch import self_pairs as self_pairs
+from ._features import Feature as Feature
+from ._features import FeatureDim as FeatureDim
 from ._hill_climb import ClimbingPolytope as ClimbingPolytope
 from ._hull import Hull as Hull
 from ._hull import convex_hull as convex_hull

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
+from ._features import vertex_set_feature
 from ._shapes import Shape, check_array
 from ._tolerance import float_dtype
 
@@ -137,6 +138,9 @@ class ClimbingPolytope(Shape):
         """`core_support` walking from vertex `start_index` () instead of the best start."""
         index, _ = self.support_index(direction, start_index)
         return self.vertices[index].astype(direction.dtype)
+
+    def core_feature(self, direction, relative_tolerance):
+        return vertex_set_feature(self.vertices, None, direction, relative_tolerance)
 
     def center(self):
         return jnp.mean(self.vertices, axis=0)

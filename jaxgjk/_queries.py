@@ -17,13 +17,14 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._epa import epa, nearest_face_simplex
+from ._features import FeatureDim, feature_without_vertices
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._pose import Pose, normalized_quaternion
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape, check_array, float_leaves, unit_vector
 from ._simplex import face_weights
-from ._tolerance import epa_iterations, epa_tolerance, float_dtype, gjk_tolerance
+from ._tolerance import epa_iterations, epa_tolerance, feature_tolerance, float_dtype, gjk_tolerance
 
 _DISTANCE, _SIGNED, _INTERSECT = "distance", "signed", "intersect"
 # How the normal of the result depends on the geometry (for the tangent rule).
@@ -158,14 +159,23 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
     point_a = point_a_core + shape_a.margin() * normal
     point_b = point_b_core - shape_b.margin() * normal
     tangent_scale = jnp.ones((), dtype)
+    has_features = is_valid
     if mode != _SIGNED:
         overlapping = signed <= 0
+        has_features = has_features & ~overlapping
         status = jnp.where(overlapping & (status == Status.SEPARATED), Status.INTERSECTING, status)
         middle = (point_a + point_b) / 2
         point_a = jnp.where(overlapping, middle, point_a)
         point_b = jnp.where(overlapping, middle, point_b)
         tangent_scale = jnp.where(overlapping, 0, tangent_scale)
         signed = jnp.maximum(signed, 0)
+
+    feature_tol = config.feature_tolerance or feature_tolerance(dtype)
+    no_feature = feature_without_vertices(FeatureDim.NONE)
+    feature_a, feature_b = (
+        jax.tree_util.tree_map(lambda found, none: jnp.where(has_features, found, none),
+                               shape.feature(direction, feature_tol), no_feature)
+        for shape, direction in ((shape_a, normal_local), (shape_b, -pair.rotation.T @ normal_local)))
 
     # Invalid input: documented placeholders.
     zeros3 = jnp.zeros(3, dtype)
@@ -177,6 +187,8 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         status=jnp.where(is_valid, status, Status.INVALID_INPUT).astype(jnp.int32),
         iterations=jnp.where(is_valid, iterations, 0).astype(jnp.int32),
         simplex=simplex,
+        feature_a=feature_a,
+        feature_b=feature_b,
     )
     return _Solution(result, normal_kind.astype(jnp.int32),
                      jnp.where(is_valid, tangent_scale, 0).astype(dtype))
@@ -257,6 +269,8 @@ def _differentiable_query_jvp(config, mode, primals, tangents):
         status=_zero_tangent(result.status),
         iterations=_zero_tangent(result.iterations),
         simplex=_zero_tangent(result.simplex),
+        feature_a=_zero_tangent(result.feature_a),
+        feature_b=_zero_tangent(result.feature_b),
     )
     return result, tangent
 

@@ -7,6 +7,7 @@ import enum
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass, static_field
+from ._features import Feature
 
 
 class Status(enum.IntEnum):
@@ -52,12 +53,15 @@ class Config:
         gjk_tolerance: relative duality gap at which GJK stops; None picks the dtype's default
             (`_tolerance.gjk_tolerance`: 1e-12 float64, 1e-6 float32).
         epa_tolerance: relative gap at which EPA stops; None picks the dtype's default.
+        feature_tolerance: relative tolerance of the closest-feature reports (`_features`); None picks
+            the dtype's default (`_tolerance.feature_tolerance`: 1e-6 float64, 1e-3 float32).
     """
 
     max_gjk_iterations: int = static_field(default=128)
     max_epa_iterations: int | None = static_field(default=None)
     gjk_tolerance: float | None = static_field(default=None)
     epa_tolerance: float | None = static_field(default=None)
+    feature_tolerance: float | None = static_field(default=None)
 
 
 @pytree_dataclass
@@ -96,6 +100,8 @@ class DistanceResult:
         status: () int32 `Status` code.
         iterations: () int32 GJK iterations plus EPA iterations.
         simplex: the final `Simplex` (cores, relative frame), for warm starts.
+        feature_a, feature_b: the `Feature` (vertex, edge, face, curved; vertex indices for polytopes
+            and boxes) of A and of B exposed by the normal; NONE for an overlapping pair of `distance`.
     """
 
     distance: jnp.ndarray
@@ -105,3 +111,5 @@ class DistanceResult:
     status: jnp.ndarray
     iterations: jnp.ndarray
     simplex: Simplex
+    feature_a: Feature
+    feature_b: Feature

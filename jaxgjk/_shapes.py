@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
+from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
 from ._tolerance import float_dtype, tiny
 
 
@@ -72,6 +73,20 @@ class Shape:
         """Radius () of the ball that sweeps the core (zero for shapes without one)."""
         return jnp.zeros((), self.dtype())
 
+    def feature(self, direction, relative_tolerance: float) -> Feature:
+        """The feature of the shape exposed by the unit `direction` (3,), local frame (`_features`).
+
+        A positive margin rounds every feature: CURVED. `relative_tolerance` is relative to the size.
+        """
+        rounded = feature_without_vertices(FeatureDim.CURVED)
+        core = self.core_feature(direction, relative_tolerance)
+        return jax.tree_util.tree_map(lambda curved, flat: jnp.where(self.margin() > 0, curved, flat),
+                                      rounded, core)
+
+    def core_feature(self, direction, relative_tolerance: float) -> Feature:
+        """The feature of the core exposed by `direction`; NONE unless a shape says more."""
+        return feature_without_vertices(FeatureDim.NONE)
+
     def center(self):
         """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
         return jnp.zeros(3, self.dtype())
@@ -103,6 +118,9 @@ class Sphere(Shape):
     def core_support(self, direction):
         return jnp.zeros_like(direction)
 
+    def core_feature(self, direction, relative_tolerance):
+        return feature_without_vertices(FeatureDim.VERTEX)
+
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
 
@@ -123,6 +141,10 @@ class Capsule(Shape):
     def core_support(self, direction):
         z = jnp.where(direction[2] >= 0, self.half_length, -self.half_length)
         return jnp.stack([jnp.zeros_like(z), jnp.zeros_like(z), z]).astype(direction.dtype)
+
+    def core_feature(self, direction, relative_tolerance):
+        ends = jnp.zeros((2, 3), direction.dtype).at[:, 2].set(jnp.stack([-1, 1]) * self.half_length)
+        return vertex_set_feature(ends, None, direction, relative_tolerance)
 
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
@@ -145,6 +167,14 @@ class Box(Shape):
         # Ties (zero components) resolve to the + side, so the support is always a vertex.
         return jnp.where(direction >= 0, self.half_extents, -self.half_extents).astype(direction.dtype)
 
+    def corners(self):
+        """(8, 3) corners; corner ``x + 2y + 4z`` has coordinate +half_extent where its bit is 1."""
+        bits = (np.arange(8)[:, None] >> np.arange(3)) & 1
+        return jnp.asarray(2 * bits - 1, self.dtype()) * self.half_extents
+
+    def core_feature(self, direction, relative_tolerance):
+        return vertex_set_feature(self.corners(), None, direction, relative_tolerance)
+
     def is_valid(self):
         return _is_nonnegative(self.half_extents)
 
@@ -163,6 +193,17 @@ class Cylinder(Shape):
         radial = self.radius * unit_vector(direction.at[2].set(0))
         z = jnp.where(direction[2] >= 0, self.half_length, -self.half_length)
         return radial.at[2].set(z)
+
+    def core_feature(self, direction, relative_tolerance):
+        # A cap (direction along the axis), a side segment (direction across it), else a rim point;
+        # a zero radius leaves a segment (caps are its end points), a zero length a disk.
+        tolerance = relative_tolerance * jnp.maximum(self.radius, self.half_length)
+        along_axis = jnp.linalg.norm(direction[:2]) <= relative_tolerance
+        across_axis = jnp.abs(direction[2]) <= relative_tolerance
+        return feature_without_vertices(jnp.select(
+            [along_axis & (self.radius > tolerance), across_axis & (self.half_length > tolerance),
+             self.radius <= tolerance],
+            [FeatureDim.FACE, FeatureDim.EDGE, FeatureDim.VERTEX], FeatureDim.CURVED))
 
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_length)
@@ -184,6 +225,17 @@ class Cone(Shape):
         rim = (self.radius * unit_vector(direction.at[2].set(0))).at[2].set(-self.half_height)
         return jnp.where(jnp.dot(direction, apex) >= jnp.dot(direction, rim), apex, rim)
 
+    def core_feature(self, direction, relative_tolerance):
+        # The base (direction along -z), a slant segment (apex and rim tie), the apex, or a rim point.
+        sideways = jnp.linalg.norm(direction[:2])
+        apex_height = direction[2] * self.half_height
+        rim_height = self.radius * sideways - direction[2] * self.half_height
+        tolerance = relative_tolerance * jnp.maximum(self.radius, self.half_height)
+        return feature_without_vertices(jnp.select(
+            [(sideways <= relative_tolerance) & (direction[2] < 0),
+             jnp.abs(apex_height - rim_height) <= tolerance, apex_height > rim_height],
+            [FeatureDim.FACE, FeatureDim.EDGE, FeatureDim.VERTEX], FeatureDim.CURVED))
+
     def center(self):
         return jnp.zeros(3, self.dtype()).at[2].set(-self.half_height / 2)
 
@@ -204,6 +256,9 @@ class Ellipsoid(Shape):
     def core_support(self, direction):
         # s(d) = D² d / |D d| with D = diag(radii): the maximiser of d·x on the ellipsoid.
         return self.radii * unit_vector(self.radii * direction)
+
+    def core_feature(self, direction, relative_tolerance):
+        return feature_without_vertices(FeatureDim.CURVED)
 
     def is_valid(self):
         return _is_nonnegative(self.radii)
@@ -255,6 +310,9 @@ class Polytope(Shape):
     def core_support(self, direction):
         return self.vertices[jnp.argmax(self._scores(direction))].astype(direction.dtype)
 
+    def core_feature(self, direction, relative_tolerance):
+        return vertex_set_feature(self.vertices, self.mask, direction, relative_tolerance)
+
     def center(self):
         if self.mask is None:
             return jnp.mean(self.vertices, axis=0)
@@ -284,6 +342,10 @@ class Affine(Shape):
     def core_support(self, direction):
         # s(d) = L s_inner(Lᵀ d) + offset (van den Bergen 2004, §4.3.4).
         return self.linear @ self.shape.support(self.linear.T @ direction) + self.offset
+
+    def core_feature(self, direction, relative_tolerance):
+        # An invertible map sends the face exposed by Lᵀd to the face exposed by d.
+        return self.shape.feature(unit_vector(self.linear.T @ direction), relative_tolerance)
 
     def center(self):
         return self.linear @ self.shape.center() + self.offset
@@ -331,6 +393,9 @@ class Rounded(Shape):
 
     def core_support(self, direction):
         return self.shape.core_support(direction)
+
+    def core_feature(self, direction, relative_tolerance):
+        return self.shape.core_feature(direction, relative_tolerance)
 
     def margin(self):
         return self.shape.margin() + self.radius

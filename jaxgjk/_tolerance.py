@@ -49,3 +49,10 @@ def epa_iterations(dtype) -> int:
     """Default EPA iteration bound, enough for the default tolerance on all but a few percent of pairs
     of two ellipsoids (the slowest case: p99 ~130 float64, ~65 float32 steps)."""
     return 128 if np.dtype(dtype) == np.float64 else 64
+
+
+def feature_tolerance(dtype) -> float:
+    """Default relative tolerance of the closest-feature reports: vertices within this fraction of the
+    shape's size of the supporting plane belong to the feature (also an angle, in radians, for the
+    flat parts of cylinders and cones). float64: 1e-6; float32: 1e-3 (normals are good to ~1e-5)."""
+    return 1e-6 if np.dtype(dtype) == np.float64 else 1e-3

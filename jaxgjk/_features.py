@@ -1,0 +1,86 @@
+"""Closest features: which vertex, edge or face of each body holds its witness point (seed 004, §3).
+
+A result's feature of A is the face of A *exposed* by the normal: the points of A maximising
+``dot(normal, x)`` (for B, maximising ``dot(-normal, x)``), found within a relative tolerance. The witness
+points lie on these supporting planes, so in the generic case (a unique pair of closest points) the
+exposed features are the unique closest features — vertex–face, edge–edge, face–vertex — and in
+parallel contact (edge–face, face–face) they are the whole touching features. Deepest points of a
+penetrating pair are support points along ±normal too, so the same rule serves both regimes.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import jax.numpy as jnp
+
+from ._dataclass import pytree_dataclass
+
+# How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
+MAX_FEATURE_VERTICES = 4
+
+
+class FeatureDim(enum.IntEnum):
+    """Dimension codes of `Feature.dimension`."""
+
+    NONE = -1  # no feature: overlapping pair in `distance`, invalid input, or a composite shape
+    VERTEX = 0
+    EDGE = 1
+    FACE = 2
+    CURVED = 3  # a point of a curved surface (a ball margin, an ellipsoid, a cylinder's rim, ...)
+
+
+@pytree_dataclass
+class Feature:
+    """The feature of one body that holds its witness point.
+
+    Fields:
+        dimension: () int32 `FeatureDim` code.
+        vertices: (4,) int32 indices of the feature's vertices in the shape's vertex list (`Polytope`
+            rows; `Box` corners numbered ``x + 2y + 4z`` with 1 for the + side; a zero-radius
+            `Capsule`'s segment ends 0 = −z, 1 = +z), increasing, padded with −1; −1 everywhere for
+            shapes without vertex lists. A feature with more than four vertices lists its first
+            four (`num_vertices` says how many it has).
+        num_vertices: () int32 number of vertices of the feature (0 where not listed).
+    """
+
+    dimension: jnp.ndarray
+    vertices: jnp.ndarray
+    num_vertices: jnp.ndarray
+
+
+def feature_without_vertices(dimension) -> Feature:
+    """A `Feature` of `dimension` (() int or `FeatureDim`) that lists no vertices."""
+    return Feature(jnp.asarray(dimension, jnp.int32), jnp.full(MAX_FEATURE_VERTICES, -1, jnp.int32),
+                   jnp.zeros((), jnp.int32))
+
+
+def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature:
+    """The face of conv(vertices) exposed by `direction`.
+
+    Args:
+        vertices: (N, 3) local frame.
+        mask: (N,) bool rows in use, or None for all.
+        direction: (3,) unit vector, local frame.
+        relative_tolerance: float; vertices within ``relative_tolerance · max|coordinate|`` of the
+            largest ``dot(direction, vertex)`` belong to the feature, and its dimension is measured
+            with the same length tolerance.
+    """
+    mask = jnp.ones(vertices.shape[0], bool) if mask is None else mask
+    size = jnp.max(jnp.where(mask[:, None], jnp.abs(vertices), 0))
+    tolerance = relative_tolerance * size
+    heights = jnp.where(mask, vertices @ direction, -jnp.inf)
+    exposed = mask & (heights >= jnp.max(heights) - tolerance)
+    # Dimension of the exposed set: its extent from one vertex, then its extent off the line to the
+    # farthest vertex (the set is already flat to within the tolerance along `direction`).
+    offsets = vertices - vertices[jnp.argmax(exposed)]
+    lengths = jnp.where(exposed, jnp.linalg.norm(offsets, axis=-1), 0)
+    far = jnp.argmax(lengths)
+    axis = offsets[far] / jnp.where(lengths[far] > 0, lengths[far], 1)
+    off_line = offsets - (offsets @ axis)[:, None] * axis
+    width = jnp.max(jnp.where(exposed, jnp.linalg.norm(off_line, axis=-1), 0))
+    dimension = jnp.where(lengths[far] <= tolerance, FeatureDim.VERTEX,
+                          jnp.where(width <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))
+    (indices,) = jnp.nonzero(exposed, size=MAX_FEATURE_VERTICES, fill_value=-1)
+    return Feature(dimension.astype(jnp.int32), indices.astype(jnp.int32),
+                   jnp.sum(exposed).astype(jnp.int32))
