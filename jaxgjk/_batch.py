@@ -13,6 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from ._packed import KINDS, Packed
+
 
 def _is_single(shape) -> bool:
     """Whether `shape` is one shape (no batch axis): its trace-time check accepts it as is."""
@@ -45,11 +47,46 @@ def _progress(done, total, started):
           file=sys.stderr, flush=True)
 
 
+def _kinds(shapes, index):
+    """The `KINDS` index (host array) of `shapes`' entry for each pair, or None if not `Packed`."""
+    if not isinstance(shapes, Packed):
+        return None
+    kinds = np.asarray(shapes.kind)
+    return np.broadcast_to(kinds if kinds.ndim == 0 else kinds[index], index.shape)
+
+
+def _run_grouped(query, shapes_a, poses_a, shapes_b, poses_b, index_a, index_b, **options):
+    """`_run` once per pair of kinds, on the `Packed` shapes read as that kind, results scattered back.
+
+    Each group is padded to a power of two (capped at `chunk_size`), so batches whose group sizes
+    change from call to call reuse a few compiled kernels.
+    """
+    kinds_a, kinds_b = _kinds(shapes_a, index_a), _kinds(shapes_b, index_b)
+    groups = np.zeros(len(index_a), np.int64) if kinds_a is None else kinds_a.astype(np.int64)
+    groups = groups * len(KINDS) + (0 if kinds_b is None else kinds_b)
+    chunk_size = options.pop("chunk_size")
+    order = np.argsort(groups, kind="stable")
+    parts = []
+    for group in np.unique(groups):
+        rows = np.flatnonzero(groups == group)
+        typed_a = shapes_a if kinds_a is None else shapes_a.primitives()[group // len(KINDS)]
+        typed_b = shapes_b if kinds_b is None else shapes_b.primitives()[group % len(KINDS)]
+        bucket = 1 << int(len(rows) - 1).bit_length()
+        parts.append(_run(query, typed_a, poses_a, typed_b, poses_b, index_a[rows], index_b[rows],
+                          chunk_size=bucket if chunk_size is None else min(bucket, chunk_size), **options))
+    # The parts hold the pairs sorted by group: undo that order.
+    back = np.argsort(order)
+    return jax.tree_util.tree_map(lambda *leaves: jnp.concatenate(leaves)[back], *parts)
+
+
 def _run(query, shapes_a, poses_a, shapes_b, poses_b, index_a, index_b, *, config, chunk_size,
-         shard, progress):
+         shard, progress, group_by_kind=False):
     """Evaluate `query` on the pairs (index_a[k], index_b[k]); results have a leading pair axis."""
     index_a = np.asarray(index_a, np.int32).reshape(-1)
     index_b = np.asarray(index_b, np.int32).reshape(-1)
+    if group_by_kind and len(index_a) and (isinstance(shapes_a, Packed) or isinstance(shapes_b, Packed)):
+        return _run_grouped(query, shapes_a, poses_a, shapes_b, poses_b, index_a, index_b, config=config,
+                            chunk_size=chunk_size, shard=shard, progress=progress)
     total = len(index_a)
     kernel = _kernel(query, config, _is_single(shapes_a), _is_single(shapes_b))
     devices = jax.local_devices()
@@ -75,7 +112,7 @@ def _run(query, shapes_a, poses_a, shapes_b, poses_b, index_a, index_b, *, confi
 
 
 def pairwise(query, shapes_a, poses_a, shapes_b, poses_b, *, config=None, chunk_size=None,
-             shard=False, progress=False):
+             shard=False, progress=False, group_by_kind=False):
     """`query` on all N×M pairs of two sets; result leaves have leading axes (N, M).
 
     Args:
@@ -88,27 +125,31 @@ def pairwise(query, shapes_a, poses_a, shapes_b, poses_b, *, config=None, chunk_
         chunk_size: evaluate at most this many pairs per compiled call (bounded memory).
         shard: split each chunk over all local devices (`jax.sharding`).
         progress: print progress to stderr after each chunk.
+        group_by_kind: for `Packed` shapes, run one kernel per pair of kinds (typed shapes) instead
+            of one kernel for all: faster per pair — a packed support evaluates every kind, and under
+            `vmap` a batch runs as long as its slowest lane — at the price of a compile per kind pair
+            and group size bucket (powers of two). See benchmarks/README.md for when it pays.
     """
     n, m = np.shape(poses_a.translation)[0], np.shape(poses_b.translation)[0]
     index_a, index_b = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
     result = _run(query, shapes_a, poses_a, shapes_b, poses_b, index_a, index_b, config=config,
-                  chunk_size=chunk_size, shard=shard, progress=progress)
+                  chunk_size=chunk_size, shard=shard, progress=progress, group_by_kind=group_by_kind)
     return jax.tree_util.tree_map(lambda leaf: leaf.reshape((n, m) + leaf.shape[1:]), result)
 
 
 def pairs(query, shapes, poses, index_a, index_b, *, shapes_b=None, poses_b=None, config=None,
-          chunk_size=None, shard=False, progress=False):
+          chunk_size=None, shard=False, progress=False, group_by_kind=False):
     """`query` on explicit pairs (index_a[k], index_b[k]) of one set (or of `shapes`/`poses` and
     `shapes_b`/`poses_b`); result leaves have a leading axis K = len(index_a). Other arguments as
     `pairwise`."""
     shapes_b = shapes if shapes_b is None else shapes_b
     poses_b = poses if poses_b is None else poses_b
     return _run(query, shapes, poses, shapes_b, poses_b, index_a, index_b, config=config,
-                chunk_size=chunk_size, shard=shard, progress=progress)
+                chunk_size=chunk_size, shard=shard, progress=progress, group_by_kind=group_by_kind)
 
 
 def self_pairs(query, shapes, poses, *, allowed=None, config=None, chunk_size=None, shard=False,
-               progress=False):
+               progress=False, group_by_kind=False):
     """`query` on the pairs i < j of one set (robot links) where `allowed[i, j]` (N, N) bool is true.
 
     Returns (index_a (K,), index_b (K,), result with a leading axis K).
@@ -119,5 +160,5 @@ def self_pairs(query, shapes, poses, *, allowed=None, config=None, chunk_size=No
         upper &= np.asarray(allowed, bool) | np.asarray(allowed, bool).T
     index_a, index_b = np.nonzero(upper)
     result = pairs(query, shapes, poses, index_a, index_b, config=config, chunk_size=chunk_size,
-                   shard=shard, progress=progress)
+                   shard=shard, progress=progress, group_by_kind=group_by_kind)
     return index_a, index_b, result

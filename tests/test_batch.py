@@ -87,3 +87,16 @@ def test_sharded_over_four_host_devices_equals_unsharded():
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+def test_grouped_by_kind_equals_one_packed_kernel(rng):
+    """group_by_kind runs one typed kernel per pair of kinds and puts the results back in order."""
+    shapes = jg.pack([jg.Sphere(jnp.asarray(0.3)), jg.Box(jnp.asarray([0.4, 0.2, 0.3])),
+                      jg.Box(jnp.asarray([0.2, 0.5, 0.1])), jg.Sphere(jnp.asarray(0.1))], dtype=np.float64)
+    _, poses = scene(rng, 4)
+    index_a, index_b = rng.integers(4, size=11), rng.integers(4, size=11)
+    packed = jg.pairs(jg.distance, shapes, poses, index_a, index_b)
+    grouped = jg.pairs(jg.distance, shapes, poses, index_a, index_b, group_by_kind=True)
+    np.testing.assert_allclose(grouped.distance, packed.distance, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grouped.point_b, packed.point_b, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(grouped.feature_a.dimension, packed.feature_a.dimension)
