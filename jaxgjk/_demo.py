@@ -118,8 +118,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--kinds", nargs="+", choices=KIND_NAMES, default=list(KIND_NAMES),
                         help="shape kinds to draw from (all)")
-    # distance by default: signed_distance's check still fails on some curved cores (EPA defect,
-    # issue 3) and EPA is slow on CPU; `--query signed_distance` runs it.
+    # distance by default: EPA is slow on CPU; `--query signed_distance` runs it.
     parser.add_argument("--query", choices=tuple(QUERIES), default="distance")
     parser.add_argument("--chunk", type=int, default=32_768, help="pairs per compiled call")
     parser.add_argument("--check", type=int, default=200, help="pairs checked against float64")

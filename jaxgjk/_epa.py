@@ -11,6 +11,8 @@ unseen faces), which the adjacency gives in O(faces) without search.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -48,6 +50,8 @@ class EPAState:
         valid: (F,) bool live faces.
         nearest: () int32 index of the nearest valid face at the last step.
         upper_bound: () least support-plane distance seen (the depth lies between).
+        best: the support point (SupportPoint, (3,) leaves) whose plane gave `upper_bound`, and
+        best_normal: (3,) its direction: translating B by `upper_bound` along it separates the cores.
         iterations: () int32; status: () int32, RUNNING or a `Status`.
     """
 
@@ -60,6 +64,8 @@ class EPAState:
     valid: jnp.ndarray
     nearest: jnp.ndarray
     upper_bound: jnp.ndarray
+    best: SupportPoint
+    best_normal: jnp.ndarray
     iterations: jnp.ndarray
     status: jnp.ndarray
 
@@ -141,8 +147,9 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     valid = valid & ((jnp.arange(num_faces) == 0) | ~(collinear | flat))  # face 0 is the nearest
     status = jnp.where((count < 2) | collinear | flat, Status.INTERSECTING, RUNNING).astype(jnp.int32)
     return EPAState(vertices, jnp.asarray(4, jnp.int32), faces, adjacency, normals, distances, valid,
-                    jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, p.dtype), jnp.zeros((), jnp.int32),
-                    status)
+                    jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, p.dtype),
+                    jax.tree_util.tree_map(lambda leaf: leaf[0], four), normals[0],
+                    jnp.zeros((), jnp.int32), status)
 
 
 def _nearest_face(state: EPAState):
@@ -242,8 +249,8 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     new_normals, new_distances = _face_planes(vertices.point, new_faces)
     normals = state.normals.at[slot].set(new_normals, mode="drop")
     distances = state.distances.at[slot].set(new_distances, mode="drop")
-    expanded = EPAState(vertices, new_index + 1, faces, adjacency, normals, distances, valid,
-                        state.nearest, state.upper_bound, state.iterations, state.status)
+    expanded = dataclasses.replace(state, vertices=vertices, num_vertices=new_index + 1, faces=faces,
+                                   adjacency=adjacency, normals=normals, distances=distances, valid=valid)
     return expanded, consistent, jnp.min(jnp.where(in_use, new_distances, jnp.inf))
 
 
@@ -263,7 +270,10 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         lower_bound = state.distances[nearest]
         w = pair.support(normal)
         support_distance = jnp.dot(normal, w.point)
-        upper_bound = jnp.minimum(state.upper_bound, support_distance)
+        improves = support_distance < state.upper_bound
+        upper_bound = jnp.where(improves, support_distance, state.upper_bound)
+        best = jax.tree_util.tree_map(lambda new, old: jnp.where(improves, new, old), w, state.best)
+        best_normal = jnp.where(improves, normal, state.best_normal)
         scale = jnp.sqrt(jnp.max(jnp.sum(state.vertices.point**2, axis=-1)))
         repeated = jnp.any(
             (jnp.arange(capacity) < state.num_vertices)
@@ -285,20 +295,15 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         accept = status == RUNNING
         pick = lambda new, old: jnp.where(accept, new, old)  # noqa: E731
         kept = jax.tree_util.tree_map(pick, expanded, state)
-        return EPAState(kept.vertices, kept.num_vertices, kept.faces, kept.adjacency, kept.normals,
-                        kept.distances, kept.valid, nearest, upper_bound, state.iterations + 1,
-                        status)
+        return dataclasses.replace(kept, nearest=nearest, upper_bound=upper_bound, best=best,
+                                   best_normal=best_normal, iterations=state.iterations + 1,
+                                   status=status)
 
     state = _initial_state(pair, simplex, capacity, tolerance)
-    state = EPAState(state.vertices, state.num_vertices, state.faces, state.adjacency, state.normals,
-                     state.distances, state.valid, state.nearest, state.upper_bound,
-                     state.iterations, jnp.where(active, state.status, Status.PENETRATING))
+    state = dataclasses.replace(state, status=jnp.where(active, state.status, Status.PENETRATING))
     state = jax.lax.while_loop(keep_going, step, state)
-    nearest = _nearest_face(state)
     status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
-    return EPAState(state.vertices, state.num_vertices, state.faces, state.adjacency, state.normals,
-                    state.distances, state.valid, nearest, state.upper_bound, state.iterations,
-                    status.astype(jnp.int32))
+    return dataclasses.replace(state, nearest=_nearest_face(state), status=status.astype(jnp.int32))
 
 
 def nearest_face_simplex(state: EPAState) -> Simplex:

@@ -24,7 +24,7 @@ from ._pose import Pose, normalized_quaternion
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape, check_array, float_leaves, unit_vector
 from ._simplex import face_weights
-from ._tolerance import epa_iterations, epa_tolerance, feature_tolerance, float_dtype, gjk_tolerance
+from ._tolerance import epa_iterations, epa_tolerance, epsilon, feature_tolerance, float_dtype, gjk_tolerance
 
 _DISTANCE, _SIGNED, _INTERSECT = "distance", "signed", "intersect"
 # How the normal of the result depends on the geometry (for the tangent rule).
@@ -128,9 +128,26 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         epa_tol = config.epa_tolerance or epa_tolerance(dtype)
         epa_state = epa(pair, simplex, max_iterations=config.max_epa_iterations or epa_iterations(dtype),
                         tolerance=epa_tol, active=run_epa)
-        face_simplex = nearest_face_simplex(epa_state)
-        depth = jnp.maximum(epa_state.distances[epa_state.nearest], 0)
-        face_normal = epa_state.normals[epa_state.nearest]
+        # The depth lies between the nearest face's distance and the least support-plane distance
+        # seen, `upper_bound`, whose direction and support point give a translation that does separate
+        # the cores, with witness points on the surfaces. Where EPA ran out of steps, they are the
+        # answer (the nearest face's normal can be far off then). Where it converged on a curved
+        # surface (a gap left) or stopped on rounding (DEGENERATE), they are more accurate than the
+        # face (its normal is only good to √gap) and give the values, while the face, which moves
+        # with the shapes, gives the tangents.
+        # Converged on polytopes (no gap), the face is exact and its witness points central.
+        nearest_distance = epa_state.distances[epa_state.nearest]
+        stopped_short = (epa_state.status == Status.MAX_ITERATIONS) & jnp.isfinite(epa_state.upper_bound)
+        rounding = 8 * epsilon(dtype) * jnp.max(jnp.abs(epa_state.vertices.point))
+        curved_gap = ((epa_state.status == Status.PENETRATING)
+                      & (epa_state.upper_bound - nearest_distance > rounding))
+        degenerate = (epa_state.status == Status.DEGENERATE) & jnp.isfinite(epa_state.upper_bound)
+        use_best = run_epa & (stopped_short | curved_gap | degenerate)
+        face_simplex = jax.tree_util.tree_map(
+            lambda best, face: jnp.where(stopped_short, best, face), _point_simplex(epa_state.best),
+            nearest_face_simplex(epa_state))
+        depth = jnp.maximum(jnp.where(use_best, epa_state.upper_bound, nearest_distance), 0)
+        face_normal = jnp.where(use_best, epa_state.best_normal, epa_state.normals[epa_state.nearest])
         # EPA found D flat (a segment through the origin): depth 0 like a touching pair, GJK's simplex
         # gives the points, EPA the normal.
         flat = run_epa & (epa_state.status == Status.INTERSECTING)
@@ -141,7 +158,7 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         core_distance = jnp.select([point_mode == 1, point_mode == 2], [-depth, 0], core_distance)
         normal_local = jnp.select([point_mode == 1, point_mode == 2],
                                   [-face_normal, touch_normal], normal_local)
-        normal_kind = jnp.select([point_mode == 1, point_mode == 2],
+        normal_kind = jnp.select([(point_mode == 1) & ~stopped_short, point_mode >= 1],
                                  [_NORMAL_FROM_FACE, _NORMAL_FIXED], normal_kind)
         status = jnp.where(run_epa, epa_state.status, status)
         iterations = iterations + jnp.where(run_epa, epa_state.iterations, 0)
@@ -155,6 +172,10 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
 
     point_a_core = pose_a.apply(simplex.weights @ simplex.points_a)
     point_b_core = pose_b.apply(simplex.weights @ simplex.points_b)
+    if mode == _SIGNED:
+        from_best = use_best & (point_mode == 1)
+        point_a_core = jnp.where(from_best, pose_a.apply(epa_state.best.point_a), point_a_core)
+        point_b_core = jnp.where(from_best, pose_b.apply(epa_state.best.point_b), point_b_core)
     normal = pose_a.rotation_matrix() @ normal_local
     point_a = point_a_core + shape_a.margin() * normal
     point_b = point_b_core - shape_b.margin() * normal
@@ -192,6 +213,16 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
     )
     return _Solution(result, normal_kind.astype(jnp.int32),
                      jnp.where(is_valid, tangent_scale, 0).astype(dtype))
+
+
+def _point_simplex(point) -> Simplex:
+    """A one-point `Simplex` holding the `SupportPoint` `point`."""
+    def first_slot(leaf):
+        return jnp.zeros((4,) + leaf.shape, leaf.dtype).at[0].set(leaf)
+
+    return Simplex(first_slot(point.direction_a), first_slot(point.direction_b), first_slot(point.point_a),
+                   first_slot(point.point_b), jnp.zeros(4, point.point.dtype).at[0].set(1),
+                   jnp.arange(4) == 0)
 
 
 def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind):
