@@ -127,9 +127,14 @@ def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
         stalled = new_norm_sq > norm_sq * (1 + 4 * epsilon(norm_sq.dtype))
         intersecting = (jnp.all(mask) | _touching(new_norm_sq, scale_sq)
                         | (jnp.sqrt(new_norm_sq) <= contact_bound))
+        # Stopping with w beyond the origin's plane (v·w < 0; exact arithmetic would give v·w ≥ |v|²
+        # for a w already in the simplex): v is not a separating direction, and rounding (float32,
+        # |v| near eps·|w|) keeps the sub-algorithm from enclosing the origin. The distance is at
+        # most |v|, so the pair touches or overlaps: leave the depth to EPA.
+        stalled_in_contact = (converged | stalled) & (v_dot_w < 0)
         status = jnp.select(
-            [converged | stalled, exceeded, intersecting],
-            [Status.SEPARATED, Status.BOUND_EXCEEDED, Status.INTERSECTING],
+            [stalled_in_contact, converged | stalled, exceeded, intersecting],
+            [Status.INTERSECTING, Status.SEPARATED, Status.BOUND_EXCEEDED, Status.INTERSECTING],
             RUNNING,
         ).astype(jnp.int32)
         accept = ~(converged | stalled | exceeded)
