@@ -4,8 +4,9 @@
 polytope: random hulls of up to 16 masked vertices), `--poses` float32 poses (default 100 000), run as
 `jit(vmap(value_and_grad))` in chunks of `--chunk`: the gradient of `signed_distance(...).distance` and
 of `distance(...).distance` with respect to both poses and every float shape field (radii, half lengths,
-half extents, vertices; masks are bool and not differentiated). A pose counts as bad when any gradient
-entry (or the value) is NaN or ±inf. The poses mix these categories (A is always the first kind):
+half extents, vertices; masks are bool and not differentiated), counting the poses with any NaN or ±inf
+gradient entry and those whose distance itself is NaN or ±inf. The poses mix these categories (A is always
+the first kind):
 
 - `random`: sizes ~U(0.25, 1)·s with s in {0.01, 1, 1, 1, 100}, B's centre at U(0, 3)·s from A's in a
   random direction (separated and penetrating), random rotations given as non-unit quaternions
@@ -33,7 +34,7 @@ batch distance with respect to (pose_a, pose_b), and to poses and every shape fi
 for `signed_distance`. The issue's target: value_and_grad ≤ 1.5 × the query.
 
 Writes `results/<tag>.md` (the tables, also printed) and `results/<tag>.json` (the numbers); the inputs
-of any bad pose go to `results/raw/<tag>_nonfinite_<pair>.npz` (gitignored).
+of any bad pose go to `results/raw/<tag>/<pair>_<query>_nonfinite.npz` (gitignored).
 
     python benchmarks/gradients.py                        # full size
     python benchmarks/gradients.py --poses 2000 --batch 512 --repeats 3 --tag gradients-quick
@@ -322,18 +323,20 @@ def sweep_pair(name, total, chunk, seed, raw_dir, log):
         bad = (bad_entries > 0) | ~finite_value
         row[query] = dict(
             seconds=time.perf_counter() - compiled, compile_s=compiled - start,
-            bad_poses=int(bad.sum()), bad_entries=int(bad_entries.sum()),
-            nonfinite_values=int((~finite_value).sum()),
-            bad_by_category={c: int(np.sum(bad & (labels == c))) for c in np.unique(labels[bad])},
+            bad_poses=int(bad.sum()), grad_poses=int(np.sum(bad_entries > 0)),
+            grad_entries=int(bad_entries.sum()), value_poses=int(np.sum(~finite_value)),
+            bad_by_category={str(c): int(np.sum(bad & (labels == c))) for c in np.unique(labels[bad])},
             penetrating=int(np.sum(value < 0)),
             near_zero=int(np.sum(np.abs(value) <= 1e-5 * np.maximum(size(batch[0]), size(batch[2])))))
         if bad.any():
             os.makedirs(raw_dir, exist_ok=True)
             path = os.path.join(raw_dir, f"{name}_{query}_nonfinite.npz")
             flat = jax.tree_util.tree_leaves_with_path(take(batch, np.flatnonzero(bad)))
-            np.savez(path, labels=labels[bad],
+            # lane: index in the sweep's batch (chunks of `chunk`); vectorised rounding can make a
+            # borderline result depend on the batch it runs in.
+            np.savez(path, labels=labels[bad], lane=np.flatnonzero(bad), chunk=chunk,
                      **{jax.tree_util.keystr(key): leaf for key, leaf in flat})
-            row[query]["inputs"] = path
+            row[query]["inputs"] = os.path.relpath(path)
         log(f"  {name:<20} {query:<15} {total} poses: {row[query]['bad_poses']} bad "
             f"({row[query]['bad_by_category']}), {row[query]['seconds']:.1f} s "
             f"(+{row[query]['compile_s']:.1f} s compile)")
@@ -413,27 +416,27 @@ def markdown(meta, sweep_rows, cost_rows):
             f"{meta['chunk']}. Categories (share of the poses): "
             + ", ".join(f"{c} {w:.0%}" for c, w in CATEGORIES.items())
             + " (degenerate polytopes only in pairs with a polytope; see the script's docstring). "
-            "bad = poses with any NaN/inf gradient entry or value; pen = signed distance < 0; "
-            "|d|≈0: |distance| ≤ 1e-5·size; s = seconds for all poses (compile excluded).", "",
-            "| pair | poses | bad (signed_distance) | bad (distance) | pen | \\|d\\|≈0 | s (signed_distance) "
-            "| s (distance) |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        for row in sweep_rows:
+            "grad = poses with any NaN/inf gradient entry, value = poses whose distance is NaN/inf; "
+            "pen = signed distance < 0; |d|≈0: |signed distance| ≤ 1e-5·size; s = seconds for all poses "
+            "(compile excluded).", "",
+            "| pair | poses | signed_distance: grad | value | distance: grad | value | pen | \\|d\\|≈0 "
+            "| s (signed_distance) | s (distance) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        rows = sweep_rows + [dict(
+            pair="**all**", poses=sum(r["poses"] for r in sweep_rows),
+            **{q: {k: sum(r[q][k] for r in sweep_rows) for k in ("grad_poses", "value_poses", "seconds",
+                                                               "penetrating", "near_zero")}
+               for q in QUERIES})]
+        for row in rows:
             sd, d = row["signed_distance"], row["distance"]
-            lines.append(f"| {row['pair']} | {row['poses']} | {sd['bad_poses']} | {d['bad_poses']} | "
-                         f"{sd['penetrating']} | {sd['near_zero']} | {sd['seconds']:.1f} | "
-                         f"{d['seconds']:.1f} |")
-        total = {q: sum(r[q]["bad_poses"] for r in sweep_rows) for q in QUERIES}
-        seconds = {q: sum(r[q]["seconds"] for r in sweep_rows) for q in QUERIES}
-        lines.append(f"| **all** | {sum(r['poses'] for r in sweep_rows)} | {total['signed_distance']} | "
-                     f"{total['distance']} | | | {seconds['signed_distance']:.0f} | "
-                     f"{seconds['distance']:.0f} |")
+            lines.append(f"| {row['pair']} | {row['poses']} | {sd['grad_poses']} | {sd['value_poses']} | "
+                         f"{d['grad_poses']} | {d['value_poses']} | {sd['penetrating']} | {sd['near_zero']} "
+                         f"| {sd['seconds']:.1f} | {d['seconds']:.1f} |")
         bad = [(r["pair"], q, r[q]) for r in sweep_rows for q in QUERIES if r[q]["bad_poses"]]
         if bad:
             lines += ["", "Bad poses by category: " + "; ".join(
-                f"{pair} {q}: {info['bad_by_category']} ({info['bad_entries']} entries, "
-                f"{info['nonfinite_values']} non-finite values; inputs in `{info['inputs']}`)"
-                for pair, q, info in bad)]
+                f"{pair} {q}: {info['bad_by_category']} ({info['grad_entries']} non-finite gradient "
+                f"entries; inputs in `{info['inputs']}`)" for pair, q, info in bad)]
         lines.append("")
     if cost_rows:
         lines += [
@@ -481,6 +484,7 @@ def main(argv=None):
             parser.error(f"unknown pair {name!r}; choose from {PAIRS}")
 
     start, load_start = time.perf_counter(), os.getloadavg()[0]
+    source_id = R.jaxgjk_source_id()  # the sources as imported now (they may change on disk during the run)
 
     def log(message):
         print(f"[{time.perf_counter() - start:7.1f}s] {message}", flush=True)
@@ -501,7 +505,7 @@ def main(argv=None):
                     shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
                 total_s=time.perf_counter() - start, device=str(jax.devices()[0]),
                 cpu_model=R.cpu_model(), cpu_count=os.cpu_count(),
-                load_start=load_start, load_end=os.getloadavg()[0], jaxgjk_source=R.jaxgjk_source_id(),
+                load_start=load_start, load_end=os.getloadavg()[0], jaxgjk_source=source_id,
                 chunk=args.chunk, repeats=args.repeats)
     text = markdown(meta, sweep_rows, cost_rows)
     print(text)
@@ -511,7 +515,7 @@ def main(argv=None):
     with open(os.path.join(args.out, f"{args.tag}.json"), "w") as file:
         json.dump(R._jsonable(dict(meta=meta, sweep=sweep_rows, cost=cost_rows)), file, indent=1)
     bad = sum(r[q]["bad_poses"] for r in sweep_rows for q in QUERIES)
-    log(f"wrote {args.out}/{args.tag}.md and .json; {bad} poses with non-finite gradients")
+    log(f"wrote {args.out}/{args.tag}.md and .json; {bad} poses with a non-finite gradient or value")
     return 1 if bad else 0
 
 
