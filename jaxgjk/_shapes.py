@@ -16,16 +16,26 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
-from ._tolerance import float_dtype, tiny
+from ._tolerance import float_dtype
 
 
 def unit_vector(vector):
-    """`vector` (..., 3) / its norm, and zero where the norm is zero (NaN-free in reverse mode)."""
-    norm_sq = jnp.sum(vector * vector, axis=-1, keepdims=True)
-    is_nonzero = norm_sq > tiny(vector.dtype)
-    # Double where: keep sqrt's derivative finite at zero.
-    norm_safe = jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1))
-    return jnp.where(is_nonzero, vector / norm_safe, 0)
+    """`vector` (..., 3) / its norm, and zero where its largest |component| is below √(least normal
+    float) (1e-19 float32, 1e-154 float64; below that the derivative, ∝ 1/|x|², would overflow).
+
+    Scale-invariant: the vector is first scaled by a power of two that brings its largest component
+    near 1 (exact, so the result is bit-for-bit x/|x| wherever |x|² is representable), so a direction
+    of any length (GJK's v shrinks to ~eps·size near contact, 1e-12 for millimetre shapes in float32)
+    gives its unit vector; |x|² itself would underflow there. NaN-free in reverse mode (double where).
+    """
+    largest = jnp.max(jnp.abs(vector), axis=-1, keepdims=True)
+    is_nonzero = largest >= float(jnp.finfo(vector.dtype).tiny) ** 0.5
+    _, exponent = jnp.frexp(jnp.where(is_nonzero, largest, 1))
+    # 2^-exponent, kept a normal number for the largest floats (2^-125 in float32).
+    power = jnp.ldexp(jnp.ones_like(largest), -jnp.minimum(exponent, jnp.finfo(vector.dtype).maxexp - 3))
+    scaled = vector * power
+    norm_sq = jnp.sum(scaled * scaled, axis=-1, keepdims=True)  # in [1/4, 3] where nonzero
+    return jnp.where(is_nonzero, scaled / jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1)), 0)
 
 
 def check_array(name: str, value, shape: tuple, *, floating: bool = True) -> None:
