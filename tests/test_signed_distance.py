@@ -146,17 +146,6 @@ def test_coincident_shapes_have_the_smallest_width_as_depth(dtype):
         assert result.status[index] == jg.Status.PENETRATING, describe(case, result, index)
 
 
-# Known open defect (issue 3 stays open), float32 only, in the sweep: within ~2e-6·size of contact
-# (and once at 2.4e-3·size on a pair of 1e-3-sized ellipsoids) GJK stops SEPARATED with a distance
-# near zero although the shapes overlap, and a normal along which they still overlap (GJK's relative
-# gap test passes trivially once |v| is that small; the signed query does not then try EPA). float64
-# passes. Kept running (strict=False) so that a fix turns it green.
-FLOAT32_NEAR_CONTACT_DEFECT = pytest.mark.xfail(
-    reason="float32 near contact: GJK may stop SEPARATED on an overlapping pair (issue 3)",
-    strict=False)
-DTYPES_NEAR_CONTACT = [np.float64, pytest.param(np.float32, marks=FLOAT32_NEAR_CONTACT_DEFECT)]
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_curved_pairs_match_reference(dtype):
     """Spheres and capsules against closed forms (and the exact rounded-polytope reference);
@@ -232,7 +221,7 @@ def test_penetrating_output_contract(dtype):
     assert not failures, failure_message(failures)
 
 
-@pytest.mark.parametrize("dtype", DTYPES_NEAR_CONTACT)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_sweep_through_contact_is_continuous(dtype):
     """B moves along u through contact (see sweep_cases): separated side exact (sd = s, normal u),
     penetrating side within the reference bounds, the normal certifying the value, 1-Lipschitz,
@@ -242,6 +231,17 @@ def test_sweep_through_contact_is_continuous(dtype):
     count = len(all_sweeps[0]["offsets"])
     failures = []
     monotone_sweeps = 0
+    # float32 far from the origin (size 1e3): rounding can break EPA's polytope when the gap is
+    # within a few times the tolerance; it then stops DEGENERATE with its best upper bound, which the
+    # value checks below hold to the same tolerance.
+    overlapping_statuses = {jg.Status.PENETRATING}
+    if dtype == np.float32:
+        overlapping_statuses.add(jg.Status.DEGENERATE)
+    degenerate = 0
+    # The sign of a gap of 2e-6·size (17 float32 ulps of the coordinates) is below what float32
+    # resolves on curved pairs (GJK stalls at |v| ~ 3e-5·size and hands the pair to EPA, which reports
+    # a depth of a few ulps); its value is still held to the tolerance. As in test_distance.
+    resolution = 0.0 if dtype == np.float64 else 1e-5
     for number, sweep in enumerate(all_sweeps):
         cases = sweep_cases(sweep, dtype)
         rows = slice(number * count, (number + 1) * count)
@@ -275,14 +275,15 @@ def test_sweep_through_contact_is_continuous(dtype):
             if not lower[k] - tol <= sd[k] <= upper[k] + tol:
                 fail(k, f"outside the reference bounds [{lower[k]:.10g}, {upper[k]:.10g}]")
             if s[k] > 0:  # ref = s > 1e-6·size
-                if not (sd[k] > 0 and status[k] == jg.Status.SEPARATED):
+                if s[k] > resolution * size and not (sd[k] > 0 and status[k] == jg.Status.SEPARATED):
                     fail(k, "separated pair not reported separated with sd > 0")
                 # The closest point of D is s·u. A normal off by θ changes the distance by about
                 # s·θ²/2 (curved contact) or s·θ (corner): allow what the distance tolerance allows.
                 if not np.linalg.norm(normals[k] - u) <= np.sqrt(2 * tol / s[k]) + tol / s[k]:
                     fail(k, f"separated normal off u: |n - u| = {np.linalg.norm(normals[k] - u):.3g}")
-            elif upper[k] < -tol and not (sd[k] < 0 and status[k] == jg.Status.PENETRATING):
+            elif upper[k] < -tol and not (sd[k] < 0 and status[k] in overlapping_statuses):
                 fail(k, "overlapping pair not reported PENETRATING with sd < 0")
+            degenerate += int(status[k] == jg.Status.DEGENERATE)
         steps = np.diff(s)
         changes = np.diff(sd)
         for k in np.nonzero(np.abs(changes) > steps * (1 + 1e-6) + 2 * tol)[0]:
@@ -302,8 +303,9 @@ def test_sweep_through_contact_is_continuous(dtype):
                     fail(b, f"normal flips across contact: {normals[b]} at k={b} -> {normals[a]} "
                             f"at k={a}")
     print(f"\nsweeps ({np.dtype(dtype).name}): {len(all_sweeps)} kind pairs × {count} positions, "
-          f"{monotone_sweeps} checked for monotonicity")
+          f"{monotone_sweeps} checked for monotonicity, {degenerate} positions DEGENERATE")
     assert monotone_sweeps >= len(all_sweeps) // 2
+    assert degenerate <= len(all_sweeps) * count // 100
     assert not failures, failure_message(failures)
 
 
