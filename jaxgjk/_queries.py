@@ -257,7 +257,12 @@ def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_
     moving_normal = jnp.select([normal_kind == _NORMAL_FROM_CLOSEST, normal_kind == _NORMAL_FROM_FACE],
                                [from_closest, face_normal], normal)
     margin_a, margin_b = shape_a.margin(), shape_b.margin()
-    distance = jnp.dot(normal, point_b - point_a) - margin_a - margin_b
+    # The distance through the primal weights, held: the weights' own derivative moves the point
+    # within the closest feature, orthogonally to the normal (normal·(pb_i − pa_i) is the same for
+    # every active vertex and the weights sum to 1), so it adds nothing, and a gradient of the
+    # distance alone then skips `face_weights` and the normal.
+    held = simplex.weights[order]
+    distance = jnp.dot(normal, held @ differences) - margin_a - margin_b
     return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,
             moving_normal)
 
