@@ -90,13 +90,33 @@ def test_sharded_over_four_host_devices_equals_unsharded():
 
 
 def test_grouped_by_kind_equals_one_packed_kernel(rng):
-    """group_by_kind runs one typed kernel per pair of kinds and puts the results back in order."""
+    """group_by_kind runs one typed kernel per pair of kinds (box–sphere pairs as sphere–box, the
+    sides exchanged back) and puts the results back in order."""
     shapes = jg.pack([jg.Sphere(jnp.asarray(0.3)), jg.Box(jnp.asarray([0.4, 0.2, 0.3])),
                       jg.Box(jnp.asarray([0.2, 0.5, 0.1])), jg.Sphere(jnp.asarray(0.1))], dtype=np.float64)
     _, poses = scene(rng, 4)
-    index_a, index_b = rng.integers(4, size=11), rng.integers(4, size=11)
-    packed = jg.pairs(jg.distance, shapes, poses, index_a, index_b)
+    index_a, index_b = np.nonzero(~np.eye(4, dtype=bool))  # both orders of every kind pair
+    for query in (jg.distance, jg.signed_distance):
+        packed = jg.pairs(query, shapes, poses, index_a, index_b)
+        grouped = jg.pairs(query, shapes, poses, index_a, index_b, group_by_kind=True)
+        np.testing.assert_allclose(grouped.distance, packed.distance, rtol=1e-12, atol=1e-12)
+        for field in ("point_a", "point_b", "normal"):
+            np.testing.assert_allclose(getattr(grouped, field), getattr(packed, field), rtol=1e-9,
+                                       atol=1e-9, err_msg=field)
+        for side in ("feature_a", "feature_b"):
+            np.testing.assert_array_equal(getattr(grouped, side).dimension,
+                                          getattr(packed, side).dimension, err_msg=side)
+    # The exchanged simplex is A's and B's: as a warm start it reproduces the distance at once.
+    def take(tree, index):
+        return jax.tree_util.tree_map(lambda leaf: leaf[index], tree)
+
+    a, b = take(shapes, index_a), take(shapes, index_b)
+    pose_a, pose_b = take(poses, index_a), take(poses, index_b)
     grouped = jg.pairs(jg.distance, shapes, poses, index_a, index_b, group_by_kind=True)
-    np.testing.assert_allclose(grouped.distance, packed.distance, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(grouped.point_b, packed.point_b, rtol=1e-9, atol=1e-9)
-    np.testing.assert_array_equal(grouped.feature_a.dimension, packed.feature_a.dimension)
+    warm = jax.vmap(lambda *args: jg.distance(*args[:4], warm_start=args[4]))(
+        a, pose_a, b, pose_b, grouped.simplex)
+    np.testing.assert_allclose(warm.distance, grouped.distance, rtol=1e-9, atol=1e-12)
+    assert np.all(warm.iterations <= 2)
+    np.testing.assert_array_equal(jg.pairs(jg.intersect, shapes, poses, index_a, index_b,
+                                           group_by_kind=True),
+                                  jg.pairs(jg.intersect, shapes, poses, index_a, index_b))
