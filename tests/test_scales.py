@@ -1,0 +1,74 @@
+"""The working range of scales (README, "Current limits"): the same pairs, scaled as a whole, keep their
+relative accuracy — float32 from 1e-6 to 1e9, float64 from 1e-9 to 1e9 — against closed forms."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from shape_samples import random_rotation
+
+import jaxgjk as jg
+
+SIGNED = jax.jit(jax.vmap(jg.signed_distance))
+SCALES = {np.float32: (1e-6, 1e-3, 1.0, 1e3, 1e6, 1e9), np.float64: (1e-9, 1.0, 1e9)}
+TOLERANCE = {np.float32: 1e-4, np.float64: 1e-8}  # × size; EPA on the ellipsoids dominates in float64
+
+
+def box_sphere(half_extents, pose_box, radius, center):
+    """Signed distance of a sphere and a box, in float64."""
+    local = pose_box["rotation"].T @ (center - pose_box["translation"])
+    excess = np.abs(local) - half_extents
+    return np.linalg.norm(np.maximum(excess, 0)) + min(np.max(excess), 0) - radius
+
+
+def cases(rng, count=12):
+    """Unit-size pairs (sphere–sphere, round ellipsoids, box–sphere), half apart, half overlapping:
+    (kind, radius_a or half extents, radius_b, pose_a (translation, rotation matrix, quaternion),
+    centre of B, expected signed distance)."""
+    rows = []
+    for kind in ("sphere", "ellipsoid", "box"):
+        for k in range(count):
+            r_a, r_b = rng.uniform(0.5, 1.0, 2)
+            gap = (1 if k % 2 else -1) * rng.uniform(0.02, 0.4) * min(r_a, r_b)
+            u = rng.normal(size=3)
+            u /= np.linalg.norm(u)
+            q = random_rotation(rng)
+            rotation = np.asarray(jg.Pose(jnp.zeros(3), jnp.asarray(q)).rotation_matrix())
+            a_center = rng.normal(size=3) * 3
+            if kind == "box":
+                extents = rng.uniform(0.5, 1.0, 3)
+                # Beyond a corner along every axis (u in the box's frame): the corner is closest.
+                b_center = a_center + rotation @ (extents * np.sign(u) + u * (r_b + gap))
+                expected = box_sphere(extents, dict(rotation=rotation, translation=a_center), r_b, b_center)
+                rows.append((kind, extents, r_b, a_center, q, b_center, expected))
+            else:
+                rows.append((kind, r_a, r_b, a_center, q, a_center + u * (r_a + r_b + gap), gap))
+    return rows
+
+
+def shapes_of(kind, size_a, radius_b, scale):
+    if kind == "sphere":
+        return jg.Sphere(size_a * scale), jg.Sphere(radius_b * scale)
+    if kind == "ellipsoid":
+        return jg.Ellipsoid(np.full(3, size_a * scale)), jg.Ellipsoid(np.full(3, radius_b * scale))
+    return jg.Box(np.asarray(size_a) * scale), jg.Sphere(radius_b * scale)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_accuracy_holds_across_scales(dtype, rng):
+    rows = cases(rng)
+    batch = [(scale, row) for scale in SCALES[dtype] for row in rows]
+    shapes_a, shapes_b = zip(*[shapes_of(row[0], row[1], row[2], scale) for scale, row in batch],
+                             strict=True)
+    pose_a = jg.Pose(jnp.asarray(np.array([row[3] * scale for scale, row in batch]), dtype),
+                     jnp.asarray(np.array([row[4] for _, row in batch]), dtype))
+    pose_b = jg.Pose(jnp.asarray(np.array([row[5] * scale for scale, row in batch]), dtype),
+                     jnp.asarray(np.tile([1.0, 0, 0, 0], (len(batch), 1)), dtype))
+    result = SIGNED(jg.pack(shapes_a, dtype=dtype), pose_a, jg.pack(shapes_b, dtype=dtype), pose_b)
+    scales = np.array([scale for scale, _ in batch])
+    expected = np.array([row[6] for _, row in batch]) * scales
+    errors = np.abs(np.asarray(result.distance, np.float64) - expected) / scales
+    worst = int(np.argmax(errors))
+    assert errors[worst] <= TOLERANCE[dtype], (batch[worst][1][0], scales[worst], errors[worst])
+    statuses = np.asarray(result.status)
+    assert np.all((statuses == jg.Status.SEPARATED) == (expected > 0))
