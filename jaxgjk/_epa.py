@@ -22,7 +22,7 @@ from ._minkowski import RelativePair, SupportPoint
 from ._result import Simplex, Status
 from ._shapes import unit_vector
 from ._simplex import face_weights
-from ._tolerance import epsilon
+from ._tolerance import epsilon, power_of_two_scale
 
 RUNNING = -1
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
@@ -76,7 +76,12 @@ def _face_planes(points, faces):
     A degenerate (zero-area) face gets distance +inf so that it is never the nearest face.
     """
     a, b, c = points[faces[:, 0]], points[faces[:, 1]], points[faces[:, 2]]
-    normals = unit_vector(jnp.cross(b - a, c - a))
+    # The edges in units of their length (exact): the cross product of two short edges underflows in
+    # float32 for shapes below ~1e-7, and the face would count as degenerate.
+    edge_b, edge_c = b - a, c - a
+    scale = power_of_two_scale(jnp.maximum(jnp.max(jnp.abs(edge_b), axis=-1),
+                                           jnp.max(jnp.abs(edge_c), axis=-1)))[0][:, None]
+    normals = unit_vector(jnp.cross(edge_b * scale, edge_c * scale))
     degenerate = jnp.all(normals == 0, axis=-1)
     distances = jnp.where(degenerate, jnp.inf, jnp.sum(normals * a, axis=-1))
     return normals, distances

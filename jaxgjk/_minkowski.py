@@ -7,6 +7,7 @@ import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._shapes import Shape
+from ._tolerance import power_of_two_scale
 
 
 @pytree_dataclass
@@ -39,7 +40,14 @@ class RelativePair:
     translation: jnp.ndarray  # (3,) B's origin in A's frame
 
     def support(self, direction) -> SupportPoint:
-        """Support point of D = B − A along `direction` (3,), A's frame."""
+        """Support point of D = B − A along `direction` (3,), A's frame.
+
+        The direction is first scaled by a power of two to a largest component in [1/2, 1) (exact; a
+        support ignores the length, and the points' `direction_a`/`direction_b` hold the scaled one):
+        GJK's −v is as short as the shapes are small, and a support's own products (radii ·
+        direction) would underflow in float32 below ~1e-10.
+        """
+        direction = direction * power_of_two_scale(jnp.max(jnp.abs(direction)))[0]
         return self.point_from_directions(-direction, self.rotation.T @ direction)
 
     def point_from_directions(self, direction_a, direction_b) -> SupportPoint:

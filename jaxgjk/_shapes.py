@@ -16,7 +16,7 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
-from ._tolerance import float_dtype
+from ._tolerance import float_dtype, power_of_two_scale
 
 
 def unit_vector(vector):
@@ -30,10 +30,7 @@ def unit_vector(vector):
     """
     largest = jnp.max(jnp.abs(vector), axis=-1, keepdims=True)
     is_nonzero = largest >= float(jnp.finfo(vector.dtype).tiny) ** 0.5
-    _, exponent = jnp.frexp(jnp.where(is_nonzero, largest, 1))
-    # 2^-exponent, kept a normal number for the largest floats (2^-125 in float32).
-    power = jnp.ldexp(jnp.ones_like(largest), -jnp.minimum(exponent, jnp.finfo(vector.dtype).maxexp - 3))
-    scaled = vector * power
+    scaled = vector * power_of_two_scale(jnp.where(is_nonzero, largest, 1))[0]
     norm_sq = jnp.sum(scaled * scaled, axis=-1, keepdims=True)  # in [1/4, 3] where nonzero
     return jnp.where(is_nonzero, scaled / jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1)), 0)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ._tolerance import epsilon
+from ._tolerance import epsilon, power_of_two_scale
 
 EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
 TRIANGLES = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
@@ -122,12 +122,15 @@ def closest_point(points, mask, required=None):
         weights: (4,) its barycentric weights (zero off the selected face).
         face_mask: (4,) bool, the vertices of the smallest face containing it (the reduced simplex).
     """
-    weights, projections, valid = candidates(points, mask)
+    # In units of the simplex's size (exact): its signed areas and volumes are 4th powers of lengths,
+    # which float32 cannot hold below ~1e-10 or above ~1e10.
+    scale, inverse = power_of_two_scale(jnp.max(jnp.where(mask[:, None], jnp.abs(points), 0)))
+    weights, projections, valid = candidates(points * scale, mask)
     if required is not None:
         valid &= ~jnp.any(required & ~_MEMBERS, axis=-1)
     norm_sq = jnp.where(valid, jnp.sum(projections * projections, axis=-1), jnp.inf)
     best = jnp.argmin(norm_sq)
-    return projections[best], weights[best], jnp.asarray(_MEMBERS)[best]
+    return projections[best] * inverse, weights[best], jnp.asarray(_MEMBERS)[best]
 
 
 def face_weights(points, face_mask):

@@ -1,4 +1,4 @@
-"""Dtype-aware numerical constants: the one place where tolerances are chosen."""
+"""Dtype-aware numerical constants (the one place where tolerances are chosen) and exact rescaling."""
 
 from __future__ import annotations
 
@@ -24,6 +24,18 @@ def tiny(dtype) -> float:
     large enough that derivatives of ``x / |x|`` (which carry ``|x|⁻³``) stay finite in `dtype`
     (float32: ~2e-23, float64: ~3e-203)."""
     return float(jnp.finfo(dtype).max) ** (-2 / 3) * 1e3
+
+
+def power_of_two_scale(largest):
+    """(scale, inverse): powers of two with ``largest * scale`` in [1/2, 1), kept normal numbers (within
+    2^±(range − 3)), and 1 where `largest` is 0. Multiplying by them is exact, so quantities computed in
+    those units are bit-for-bit the same wherever the original ones neither under- nor overflow:
+    products of up to four lengths (areas, volumes) stay within float32's range at any scale."""
+    finfo = jnp.finfo(largest.dtype)
+    _, exponent = jnp.frexp(jnp.where(largest > 0, largest, 1))
+    exponent = jnp.clip(exponent, finfo.minexp + 3, finfo.maxexp - 3)
+    one = jnp.ones_like(largest)
+    return jnp.ldexp(one, -exponent), jnp.ldexp(one, exponent)
 
 
 def gjk_tolerance(dtype) -> float:
