@@ -42,7 +42,7 @@ class RelativePair:
     def support(self, direction) -> SupportPoint:
         """Support point of D = B − A along `direction` (3,), A's frame.
 
-        The direction is first scaled by a power of two to a largest component in [1/2, 1) (exact; a
+        The direction is first scaled by a power of two to a largest component in [1, 2) (exact; a
         support ignores the length, and the points' `direction_a`/`direction_b` hold the scaled one):
         GJK's −v is as short as the shapes are small, and a support's own products (radii ·
         direction) would underflow in float32 below ~1e-10.

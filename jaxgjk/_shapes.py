@@ -31,7 +31,7 @@ def unit_vector(vector):
     largest = jnp.max(jnp.abs(vector), axis=-1, keepdims=True)
     is_nonzero = largest >= float(jnp.finfo(vector.dtype).tiny) ** 0.5
     scaled = vector * power_of_two_scale(jnp.where(is_nonzero, largest, 1))[0]
-    norm_sq = jnp.sum(scaled * scaled, axis=-1, keepdims=True)  # in [1/4, 3] where nonzero
+    norm_sq = jnp.sum(scaled * scaled, axis=-1, keepdims=True)  # in [1, 12] where nonzero
     return jnp.where(is_nonzero, scaled / jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1)), 0)
 
 

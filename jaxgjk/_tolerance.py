@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -27,15 +28,19 @@ def tiny(dtype) -> float:
 
 
 def power_of_two_scale(largest):
-    """(scale, inverse): powers of two with ``largest * scale`` in [1/2, 1), kept normal numbers (within
+    """(scale, inverse): powers of two with ``largest * scale`` in [1, 2), kept normal numbers (within
     2^±(range − 3)), and 1 where `largest` is 0. Multiplying by them is exact, so quantities computed in
     those units are bit-for-bit the same wherever the original ones neither under- nor overflow:
     products of up to four lengths (areas, volumes) stay within float32's range at any scale."""
     finfo = jnp.finfo(largest.dtype)
-    _, exponent = jnp.frexp(jnp.where(largest > 0, largest, 1))
-    exponent = jnp.clip(exponent, finfo.minexp + 3, finfo.maxexp - 3)
-    one = jnp.ones_like(largest)
-    return jnp.ldexp(one, -exponent), jnp.ldexp(one, exponent)
+    clipped = jnp.clip(jnp.where(largest > 0, largest, 1), 2.0 ** (finfo.minexp + 3),
+                       2.0 ** (finfo.maxexp - 3))
+    # 2^floor(log2 largest): the float's exponent bits with the mantissa cleared.
+    integer = jnp.int32 if finfo.bits == 32 else jnp.int64
+    exponent_bits = np.array(-(1 << finfo.nmant)).astype(integer)
+    inverse = jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(clipped, integer) & exponent_bits,
+                                           largest.dtype)
+    return 1 / inverse, inverse
 
 
 def gjk_tolerance(dtype) -> float:

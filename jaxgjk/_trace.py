@@ -75,7 +75,7 @@ def trace_distance(a, pose_a, b, pose_b, *, config: Config | None = None) -> dic
           - ``iteration``: k.
           - ``direction`` (3): the search direction, −v of the previous iteration (for k = 1 minus
             the difference of the centres), scaled by a power of two to a largest component in
-            [1/2, 1) as the support query saw it.
+            [1, 2) as the support query saw it.
           - ``support`` (3): the support point of B − A along it as GJK stored it, with the cores'
             points ``support_a`` and ``support_b``; ``accepted``: whether it entered the simplex (the
             rejected one, at the stopping test, is recomputed here: equal up to rounding).
