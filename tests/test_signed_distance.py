@@ -231,9 +231,9 @@ def test_sweep_through_contact_is_continuous(dtype):
     count = len(all_sweeps[0]["offsets"])
     failures = []
     monotone_sweeps = 0
-    # float32 far from the origin (size 1e3): rounding can break EPA's polytope when the gap is
-    # within a few times the tolerance; it then stops DEGENERATE with its best upper bound, which the
-    # value checks below hold to the same tolerance.
+    # float32: rounding can break EPA's polytope (nearly coplanar faces of D) when the gap is within a
+    # few times the tolerance (1 of 1 204 positions: box–cylinder at size 1e3); it then stops
+    # DEGENERATE with its best upper bound, which the value checks below hold to the same tolerance.
     overlapping_statuses = {jg.Status.PENETRATING}
     if dtype == np.float32:
         overlapping_statuses.add(jg.Status.DEGENERATE)
