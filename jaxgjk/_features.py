@@ -67,20 +67,40 @@ def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature
             with the same length tolerance.
     """
     mask = jnp.ones(vertices.shape[0], bool) if mask is None else mask
+    exposed, tolerance = exposed_vertices(vertices, mask, direction, relative_tolerance)
+    dimension, _, _ = exposed_span(vertices, exposed, tolerance)
+    (indices,) = jnp.nonzero(exposed, size=MAX_FEATURE_VERTICES, fill_value=-1)
+    return Feature(dimension.astype(jnp.int32), indices.astype(jnp.int32),
+                   jnp.sum(exposed).astype(jnp.int32))
+
+
+def exposed_vertices(vertices, mask, direction, relative_tolerance):
+    """Which of `vertices` (N, 3) under `mask` (N,) lie within ``relative_tolerance · max|coordinate|``
+    of the largest ``dot(direction, vertex)``: (N,) bool, and that length tolerance ()."""
     size = jnp.max(jnp.where(mask[:, None], jnp.abs(vertices), 0))
     tolerance = relative_tolerance * size
     heights = jnp.where(mask, vertices @ direction, -jnp.inf)
-    exposed = mask & (heights >= jnp.max(heights) - tolerance)
-    # Dimension of the exposed set: its extent from one vertex, then its extent off the line to the
-    # farthest vertex (the set is already flat to within the tolerance along `direction`).
+    return mask & (heights >= jnp.max(heights) - tolerance), tolerance
+
+
+def exposed_span(vertices, exposed, tolerance):
+    """Dimension and directions of the set of `vertices` (N, 3) where `exposed` (N,) (non-empty), a set
+    already flat to within `tolerance` along the direction that exposed it.
+
+    Returns:
+        dimension: () `FeatureDim` VERTEX, EDGE or FACE, with extents measured against `tolerance`.
+        axis: (3,) unit vector from one vertex to the one farthest from it (zero for a vertex).
+        plane_normal: (3,) unit normal of the set's plane (zero unless a face), either sign.
+    """
+    # Its extent from one vertex, then its extent off the line to the farthest vertex.
     offsets = vertices - vertices[jnp.argmax(exposed)]
     lengths = jnp.where(exposed, jnp.linalg.norm(offsets, axis=-1), 0)
     far = jnp.argmax(lengths)
     axis = offsets[far] / jnp.where(lengths[far] > 0, lengths[far], 1)
     off_line = offsets - (offsets @ axis)[:, None] * axis
-    width = jnp.max(jnp.where(exposed, jnp.linalg.norm(off_line, axis=-1), 0))
+    widths = jnp.where(exposed, jnp.linalg.norm(off_line, axis=-1), 0)
+    wide = jnp.argmax(widths)
+    plane_normal = jnp.cross(axis, off_line[wide] / jnp.where(widths[wide] > 0, widths[wide], 1))
     dimension = jnp.where(lengths[far] <= tolerance, FeatureDim.VERTEX,
-                          jnp.where(width <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))
-    (indices,) = jnp.nonzero(exposed, size=MAX_FEATURE_VERTICES, fill_value=-1)
-    return Feature(dimension.astype(jnp.int32), indices.astype(jnp.int32),
-                   jnp.sum(exposed).astype(jnp.int32))
+                          jnp.where(widths[wide] <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))
+    return dimension, axis, jnp.where(dimension == FeatureDim.FACE, plane_normal, 0)

@@ -21,6 +21,7 @@ from ._features import FeatureDim, feature_without_vertices
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._pose import Pose, normalized_quaternion
+from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape, check_array, float_leaves, unit_vector
 from ._simplex import face_weights
@@ -28,7 +29,7 @@ from ._tolerance import epa_iterations, epa_tolerance, epsilon, feature_toleranc
 
 _DISTANCE, _SIGNED, _INTERSECT = "distance", "signed", "intersect"
 # How the normal of the result depends on the geometry (for the tangent rule).
-_NORMAL_FROM_CLOSEST, _NORMAL_FROM_FACE, _NORMAL_FIXED = 0, 1, 2
+_NORMAL_FROM_CLOSEST, _NORMAL_FROM_FACE, _NORMAL_FIXED, _NORMAL_SMOOTH = 0, 1, 2, 3
 
 
 def _check_inputs(shape_a, pose_a, shape_b, pose_b) -> None:
@@ -89,6 +90,7 @@ class _Solution:
     result: DistanceResult
     normal_kind: jnp.ndarray  # () int32, one of _NORMAL_*
     tangent_scale: jnp.ndarray  # () 1 where the distance varies with the inputs, else 0
+    normal_response: jnp.ndarray  # (3, 3) world-frame `Refinement.response` (for _NORMAL_SMOOTH)
 
 
 def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_start,
@@ -162,18 +164,32 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
                                  [_NORMAL_FROM_FACE, _NORMAL_FIXED], normal_kind)
         status = jnp.where(run_epa, epa_state.status, status)
         iterations = iterations + jnp.where(run_epa, epa_state.iterations, 0)
-        signed = core_distance - margin
+        epa_contact = point_mode == 1
+    else:
+        normal_local = jnp.where(cores_overlap & (core_norm == 0), touch_normal, normal_local)
+        epa_contact = False
+
+    feature_tol = config.feature_tolerance or feature_tolerance(dtype)
+    if mode != _INTERSECT and config.refine_normal and (shape_a.may_curve() or shape_b.may_curve()):
+        apart = (state.status == Status.SEPARATED) & (core_norm > 0)
+        refinement = refine(pair, normal_local, simplex, feature_tol, is_valid & (apart | epa_contact))
+        normal_local, simplex = refinement.normal, refinement.simplex
+        core_distance = jnp.where(refinement.accepted, refinement.signed, core_distance)
+        normal_kind = jnp.select([refinement.smooth, refinement.accepted],
+                                 [_NORMAL_SMOOTH, _NORMAL_FROM_CLOSEST], normal_kind)
+        response, refined = refinement.response, refinement.accepted
+    else:
+        response, refined = jnp.zeros((3, 3), dtype), False
+    signed = core_distance - margin
+    if mode == _SIGNED:
         # Rounded shapes whose cores are apart or touch can still overlap: penetration known exactly.
         settled = (status == Status.SEPARATED) | (status == Status.INTERSECTING)
         status = jnp.where(settled & (signed < 0), Status.PENETRATING, status)
-    else:
-        normal_local = jnp.where(cores_overlap & (core_norm == 0), touch_normal, normal_local)
-        signed = core_distance - margin
 
     point_a_core = pose_a.apply(simplex.weights @ simplex.points_a)
     point_b_core = pose_b.apply(simplex.weights @ simplex.points_b)
     if mode == _SIGNED:
-        from_best = use_best & (point_mode == 1)
+        from_best = use_best & (point_mode == 1) & ~refined
         point_a_core = jnp.where(from_best, pose_a.apply(epa_state.best.point_a), point_a_core)
         point_b_core = jnp.where(from_best, pose_b.apply(epa_state.best.point_b), point_b_core)
     normal = pose_a.rotation_matrix() @ normal_local
@@ -191,7 +207,6 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         tangent_scale = jnp.where(overlapping, 0, tangent_scale)
         signed = jnp.maximum(signed, 0)
 
-    feature_tol = config.feature_tolerance or feature_tolerance(dtype)
     no_feature = feature_without_vertices(FeatureDim.NONE)
     feature_a, feature_b = (
         jax.tree_util.tree_map(lambda found, none: jnp.where(has_features, found, none),
@@ -211,8 +226,10 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         feature_a=feature_a,
         feature_b=feature_b,
     )
+    rotation_a = pose_a.rotation_matrix()
     return _Solution(result, normal_kind.astype(jnp.int32),
-                     jnp.where(is_valid, tangent_scale, 0).astype(dtype))
+                     jnp.where(is_valid, tangent_scale, 0).astype(dtype),
+                     rotation_a @ response @ rotation_a.T)
 
 
 def _point_simplex(point) -> Simplex:
@@ -225,12 +242,15 @@ def _point_simplex(point) -> Simplex:
                    jnp.arange(4) == 0)
 
 
-def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind):
+def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
     """Distance, witness points and normal as smooth functions of the shapes and poses, with the final
     simplex's support directions and vertex set held fixed (the tangent rule differentiates this).
 
     `normal` (3,) is the primal normal: the distance is ``normal · (point_b − point_a) − margins``,
-    whose derivative is the envelope-theorem gradient.
+    whose derivative is the envelope-theorem gradient. On a smooth contact (`_NORMAL_SMOOTH`) the
+    normal moves instead by the implicit function theorem, ``normal − response · w(normal)`` with
+    `response` (3, 3) world frame (`_refine.Refinement.response`), and the points are the supports
+    along it, sliding over the curved surfaces.
     """
     # Used slots first, unused ones repeating the first: the face normal of fewer than three points
     # is then exactly zero (a safe zero for `unit_vector`), not a NaN-prone near-zero from stale slots.
@@ -253,9 +273,20 @@ def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_
     # From a triangle the closest point is the projection along its normal, so the face normal is
     # that direction exactly, and stays well conditioned as the distance goes to 0 (float32 near
     # contact), where unit(point_b - point_a) divides rounding by the distance.
-    from_closest = jnp.where(jnp.sum(mask) == 3, face_normal, unit_vector(point_b - point_a))
-    moving_normal = jnp.select([normal_kind == _NORMAL_FROM_CLOSEST, normal_kind == _NORMAL_FROM_FACE],
-                               [from_closest, face_normal], normal)
+    closest_direction = unit_vector(point_b - point_a)  # B's point minus A's: −normal when overlapping
+    closest_direction = closest_direction * jnp.where(jnp.dot(closest_direction, normal) < 0, -1, 1)
+    from_closest = jnp.where(jnp.sum(mask) == 3, face_normal, closest_direction)
+
+    def world_support(shape, pose, direction):
+        return pose.apply(shape.core_support(pose.rotation_matrix().T @ direction))
+
+    smooth = normal_kind == _NORMAL_SMOOTH
+    smooth_normal = normal - response @ (world_support(shape_b, pose_b, -normal)
+                                         - world_support(shape_a, pose_a, normal))
+    point_a = jnp.where(smooth, world_support(shape_a, pose_a, smooth_normal), point_a)
+    point_b = jnp.where(smooth, world_support(shape_b, pose_b, -smooth_normal), point_b)
+    moving_normal = jnp.select([normal_kind == _NORMAL_FROM_CLOSEST, normal_kind == _NORMAL_FROM_FACE,
+                                smooth], [from_closest, face_normal, smooth_normal], normal)
     margin_a, margin_b = shape_a.margin(), shape_b.margin()
     # The distance through the primal weights, held: the weights' own derivative moves the point
     # within the closest feature, orthogonally to the normal (normal·(pb_i − pa_i) is the same for
@@ -295,7 +326,8 @@ def _differentiable_query_jvp(config, mode, primals, tangents):
     simplex = jax.lax.stop_gradient(result.simplex)
     kind = solution.normal_kind
     _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
-        lambda *args: _witness(*args, simplex, result.normal, kind), inputs, input_tangents)
+        lambda *args: _witness(*args, simplex, result.normal, kind, solution.normal_response), inputs,
+        input_tangents)
     scale = solution.tangent_scale
     tangent = DistanceResult(
         distance=scale * d_distance,

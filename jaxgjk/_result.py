@@ -55,6 +55,10 @@ class Config:
         epa_tolerance: relative gap at which EPA stops; None picks the dtype's default.
         feature_tolerance: relative tolerance of the closest-feature reports (`_features`); None picks
             the dtype's default (`_tolerance.feature_tolerance`: 1e-6 float64, 1e-3 float32).
+        refine_normal: where a curved core holds the contact, take the loops' normal (good to only
+            √tolerance there) to rounding by Newton steps (`_refine`), so that gradients of the distance
+            and the witness points' are exact; costs ~15–25% of a `distance` query on curved pairs
+            (nothing on polyhedral ones). False keeps the loops' normal.
     """
 
     max_gjk_iterations: int = static_field(default=128)
@@ -62,6 +66,7 @@ class Config:
     gjk_tolerance: float | None = static_field(default=None)
     epa_tolerance: float | None = static_field(default=None)
     feature_tolerance: float | None = static_field(default=None)
+    refine_normal: bool = static_field(default=True)
 
 
 @pytree_dataclass

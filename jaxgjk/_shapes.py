@@ -80,6 +80,12 @@ class Shape:
         """Radius () of the ball that sweeps the core (zero for shapes without one)."""
         return jnp.zeros((), self.dtype())
 
+    def may_curve(self) -> bool:
+        """Whether the core's support point can move continuously with the direction (a curved core
+        surface somewhere): a trace-time bool. Polyhedral cores (points, segments, boxes, polytopes)
+        say False, which spares them `_refine`."""
+        return True
+
     def feature(self, direction, relative_tolerance: float) -> Feature:
         """The feature of the shape exposed by the unit `direction` (3,), local frame (`_features`).
 
@@ -122,6 +128,9 @@ class Sphere(Shape):
 
     radius: jnp.ndarray
 
+    def may_curve(self):
+        return False
+
     def core_support(self, direction):
         return jnp.zeros_like(direction)
 
@@ -144,6 +153,9 @@ class Capsule(Shape):
 
     radius: jnp.ndarray
     half_length: jnp.ndarray
+
+    def may_curve(self):
+        return False
 
     def core_support(self, direction):
         z = jnp.where(direction[2] >= 0, self.half_length, -self.half_length)
@@ -169,6 +181,9 @@ class Box(Shape):
     """Axis-aligned box centred at the origin. half_extents: (3,) half side lengths."""
 
     half_extents: jnp.ndarray
+
+    def may_curve(self):
+        return False
 
     def core_support(self, direction):
         # Ties (zero components) resolve to the + side, so the support is always a vertex.
@@ -314,6 +329,9 @@ class Polytope(Shape):
             return scores
         return jnp.where(self.mask, scores, -jnp.inf)
 
+    def may_curve(self):
+        return False
+
     def core_support(self, direction):
         return self.vertices[jnp.argmax(self._scores(direction))].astype(direction.dtype)
 
@@ -377,6 +395,9 @@ class MinkowskiSum(Shape):
     def core_support(self, direction):
         return self.a.core_support(direction) + self.b.core_support(direction)
 
+    def may_curve(self):
+        return self.a.may_curve() or self.b.may_curve()
+
     def margin(self):
         return self.a.margin() + self.b.margin()
 
@@ -403,6 +424,9 @@ class Rounded(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return self.shape.core_feature(direction, relative_tolerance)
+
+    def may_curve(self):
+        return self.shape.may_curve()
 
     def margin(self):
         return self.shape.margin() + self.radius
