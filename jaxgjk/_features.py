@@ -68,7 +68,7 @@ def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature
     """
     mask = jnp.ones(vertices.shape[0], bool) if mask is None else mask
     exposed, tolerance = exposed_vertices(vertices, mask, direction, relative_tolerance)
-    dimension, _, _ = exposed_span(vertices, exposed, tolerance)
+    dimension, _, _, _ = exposed_span(vertices, exposed, tolerance)
     (indices,) = jnp.nonzero(exposed, size=MAX_FEATURE_VERTICES, fill_value=-1)
     return Feature(dimension.astype(jnp.int32), indices.astype(jnp.int32),
                    jnp.sum(exposed).astype(jnp.int32))
@@ -91,9 +91,12 @@ def exposed_span(vertices, exposed, tolerance):
         dimension: () `FeatureDim` VERTEX, EDGE or FACE, with extents measured against `tolerance`.
         axis: (3,) unit vector from one vertex to the one farthest from it (zero for a vertex).
         plane_normal: (3,) unit normal of the set's plane (zero unless a face), either sign.
+        spanning: (3,) int32 indices of the vertices that measured it: the first exposed one, the one
+            farthest from it, the one farthest off their line.
     """
     # Its extent from one vertex, then its extent off the line to the farthest vertex.
-    offsets = vertices - vertices[jnp.argmax(exposed)]
+    first = jnp.argmax(exposed)
+    offsets = vertices - vertices[first]
     lengths = jnp.where(exposed, jnp.linalg.norm(offsets, axis=-1), 0)
     far = jnp.argmax(lengths)
     axis = offsets[far] / jnp.where(lengths[far] > 0, lengths[far], 1)
@@ -103,4 +106,5 @@ def exposed_span(vertices, exposed, tolerance):
     plane_normal = jnp.cross(axis, off_line[wide] / jnp.where(widths[wide] > 0, widths[wide], 1))
     dimension = jnp.where(lengths[far] <= tolerance, FeatureDim.VERTEX,
                           jnp.where(widths[wide] <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))
-    return dimension, axis, jnp.where(dimension == FeatureDim.FACE, plane_normal, 0)
+    spanning = jnp.stack([first, far, wide]).astype(jnp.int32)
+    return dimension, axis, jnp.where(dimension == FeatureDim.FACE, plane_normal, 0), spanning

@@ -54,6 +54,9 @@ class Packed(Shape):
     def core_feature(self, direction, relative_tolerance):
         return self._dispatch("core_feature", direction, relative_tolerance)
 
+    def core_ruling(self, direction, relative_tolerance):
+        return self._dispatch("core_ruling", direction, relative_tolerance)
+
     def margin(self):
         return jnp.where(self.kind <= 1, self.radius, 0).astype(self.dtype())
 

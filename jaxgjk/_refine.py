@@ -12,8 +12,9 @@ for separated and overlapping shapes alike (the least overlap along any directio
 axis theorem). Where both supports are smooth at the maximiser, g is smooth there with Riemannian
 gradient P w and Hessian P J P − g P (P = I − n nᵀ, J = dw/dn from the support mappings' derivatives),
 and a few Newton steps take the normal to rounding (Absil, Mahony, Sepulchre 2008, §6.2). A flat
-feature of a polyhedral core (an edge or a face, whose vertices the final simplex holds exactly) fixes
-the normal to its plane or to its normal, so Newton runs on the remaining free directions. Every step
+feature of a polyhedral core (an edge or a face, whose vertices the final simplex holds exactly) or the
+straight side of a cylinder constrains the normal: a face fixes it, an edge or side keeps it
+perpendicular (two skew ones fix it to their cross product), and Newton runs on what is left free. Every step
 is kept only if g, a certified bound on sd, does not drop beyond rounding, so a misread feature can
 never make the answer worse than the loops'.
 """
@@ -78,24 +79,87 @@ def _moves(shape, direction):
     return jnp.any(jax.jvp(shape.core_support, (direction,), (turn,))[1] != 0)
 
 
-def _body(shape, direction, simplex_directions, points, simplex_mask, feature_tolerance):
-    """How one body holds the contact: (point_like, curved, flat, dimension, axis, plane_normal).
+@pytree_dataclass
+class _Hold:
+    """How one body holds the contact (local frame of the body).
 
-    point_like: its core feature there is a vertex or a curved point (no flat directions).
-    curved: its support moves with the direction at `direction`.
-    flat: a polyhedral edge or face (the support is still at `direction` and at every simplex
-        direction of the body, so the simplex's `points` (4, 3) are its exact vertices).
+    Fields:
+        point_like: () bool, its core feature there is a vertex or a curved point (no flat direction).
+        curved: () bool, its support moves as the direction turns there.
+        flat: () bool, a polyhedral edge or face: the support does not move at the direction nor at any
+            of the body's simplex directions, so the simplex's points are the feature's exact vertices.
+        ruled: () bool, the straight side of a curved core (`Shape.core_ruling`).
+        face: () bool, `flat` and a face.
+        line: (3,) unit direction of the edge (flat) or the straight side (ruled); zero otherwise.
+        plane: (3,) unit normal of the face, either sign; zero unless `face`.
+        ruling: (3,) the shape's `core_ruling` (zero unless `ruled`).
+        slots: (3,) int32 simplex slots holding a flat feature's vertices (its spanning ones).
+        count: () int32 vertices of the held feature: 1 point-like, 2 edge or straight side, 3 face.
     """
+
+    point_like: jnp.ndarray
+    curved: jnp.ndarray
+    flat: jnp.ndarray
+    ruled: jnp.ndarray
+    face: jnp.ndarray
+    line: jnp.ndarray
+    plane: jnp.ndarray
+    ruling: jnp.ndarray
+    slots: jnp.ndarray
+    count: jnp.ndarray
+
+    def rotated(self, rotation) -> _Hold:
+        """The same hold with its directions in another frame (`rotation` (3, 3) maps to it)."""
+        return _Hold(self.point_like, self.curved, self.flat, self.ruled, self.face, rotation @ self.line,
+                     rotation @ self.plane, self.ruling, self.slots, self.count)
+
+    def feature_directions(self, direction, simplex_directions):
+        """(3, 3) support directions of the held feature's vertices at the refined `direction` (3,)
+        (the first `count` rows): a point-like core's there, a straight side's two ends, a flat
+        feature's vertices as the simplex held them."""
+        ends = jnp.stack([direction + self.ruling, direction - self.ruling, direction - self.ruling])
+        return jnp.select([self.point_like, self.ruled], [jnp.broadcast_to(direction, (3, 3)), ends],
+                          simplex_directions[self.slots])
+
+
+def _hold(shape, direction, simplex_directions, points, simplex_mask, feature_tolerance) -> _Hold:
+    """How `shape` holds the contact along `direction` (3,), given the body's simplex directions and
+    support points (4, 3) under `simplex_mask` (4,) (all in its local frame)."""
     core = shape.core_feature(direction, feature_tolerance)
     curved = _moves(shape, direction)
     polyhedral = ~curved & ~jnp.any(simplex_mask & jax.vmap(lambda d: _moves(shape, d))(simplex_directions))
-    point_like = (core.dimension == FeatureDim.VERTEX) | (core.dimension == FeatureDim.CURVED)
-    flat = ((core.dimension == FeatureDim.EDGE) | (core.dimension == FeatureDim.FACE)) & polyhedral
+    edge_or_face = (core.dimension == FeatureDim.EDGE) | (core.dimension == FeatureDim.FACE)
     exposed, tolerance = exposed_vertices(points, simplex_mask, direction, feature_tolerance)
-    dimension, axis, plane_normal = exposed_span(points, exposed, tolerance)
+    dimension, axis, plane, spanning = exposed_span(points, exposed, tolerance)
     # The simplex must hold the feature the shape reports (it may hold only part of a face).
-    flat = flat & (dimension == core.dimension)
-    return point_like, curved, flat, dimension, axis, plane_normal
+    flat = edge_or_face & polyhedral & (dimension == core.dimension)
+    ruling = shape.core_ruling(direction, feature_tolerance)
+    ends = jax.vmap(shape.core_support)(jnp.stack([direction + ruling, direction - ruling]))
+    side = unit_vector(ends[0] - ends[1])
+    ruled = (core.dimension == FeatureDim.EDGE) & curved & jnp.any(ruling != 0) & jnp.any(side != 0)
+    line = jnp.select([flat & (dimension == FeatureDim.EDGE), ruled], [axis, side], jnp.zeros(3, axis.dtype))
+    face = flat & (dimension == FeatureDim.FACE)
+    point_like = (core.dimension == FeatureDim.VERTEX) | (core.dimension == FeatureDim.CURVED)
+    count = jnp.select([point_like, face], [1, 3], 2).astype(jnp.int32)
+    return _Hold(point_like, curved, flat, ruled, face, line, jnp.where(face, plane, 0),
+                 jnp.where(ruled, ruling, 0), spanning, count)
+
+
+def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Simplex) -> Simplex:
+    """The simplex of D spanned by the two held features at the refined `normal` (A's frame): every
+    pairing of A's feature vertices with B's (vertex × face: 3, edge × edge: the 4 corners of their
+    parallelogram; a face against a straight side keeps 4 of its 6), so that its closest point is the
+    closest point of the features, with its weights and face."""
+    directions_a = a.feature_directions(normal, simplex.directions_a)
+    directions_b = b.feature_directions(-pair.rotation.T @ normal, simplex.directions_b)
+    slot = jnp.arange(4)
+    index_a, index_b = slot // b.count, slot % b.count
+    mask = slot < jnp.minimum(a.count * b.count, 4)
+    index_a = jnp.where(mask, index_a, 0)
+    points = pair.points_from_directions(directions_a[index_a], directions_b[index_b])
+    _, weights, face = closest_point(points.point, mask)
+    return Simplex(points.direction_a, points.direction_b, points.point_a, points.point_b, weights,
+                   face & mask)
 
 
 def _tangent_basis(normal, edge, one_free):
@@ -120,24 +184,28 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     """
     dtype = normal.dtype
     mask = simplex.mask
-    point_like_a, curved_a, flat_a, dimension_a, axis_a, plane_a = _body(
-        pair.shape_a, normal, simplex.directions_a, simplex.points_a, mask, feature_tolerance)
-    point_like_b, curved_b, flat_b, dimension_b, axis_b, plane_b = _body(
-        pair.shape_b, -pair.rotation.T @ normal, simplex.directions_b, simplex.points_b, mask,
-        feature_tolerance)
-    axis_b, plane_b = pair.rotation @ axis_b, pair.rotation @ plane_b  # to A's frame
-    applicable = (active & (curved_a | curved_b) & (point_like_a | flat_a) & (point_like_b | flat_b)
-                  & ~(flat_a & flat_b))
-    # One flat body at most: its face fixes the normal, its edge leaves one free direction.
-    dimension = jnp.where(flat_a, dimension_a, jnp.where(flat_b, dimension_b, FeatureDim.VERTEX))
-    axis = jnp.where(flat_a, axis_a, axis_b)
-    plane = jnp.where(flat_a, plane_a, plane_b)
-    on_face = dimension == FeatureDim.FACE
-    on_edge = dimension == FeatureDim.EDGE
-    start = jnp.select([on_face, on_edge],
-                       [plane * jnp.sign(jnp.dot(plane, normal)),
+    a = _hold(pair.shape_a, normal, simplex.directions_a, simplex.points_a, mask, feature_tolerance)
+    b_local = _hold(pair.shape_b, -pair.rotation.T @ normal, simplex.directions_b, simplex.points_b, mask,
+                    feature_tolerance)
+    b = b_local.rotated(pair.rotation)  # A's frame
+    # The directions the normal may take: a face fixes it; an edge or straight side keeps it
+    # perpendicular, so two of them (skew) fix it to their cross product, one leaves one free direction.
+    has_line_a, has_line_b = jnp.any(a.line != 0), jnp.any(b.line != 0)
+    crossed = unit_vector(jnp.cross(a.line, b.line))
+    on_face = a.face | b.face
+    on_lines = has_line_a & has_line_b
+    on_edge = (has_line_a | has_line_b) & ~on_lines & ~on_face
+    axis = jnp.where(has_line_a, a.line, b.line)
+    plane = jnp.where(a.face, a.plane, b.plane)
+    applicable = (active & (a.curved | b.curved) & (a.point_like | a.flat | a.ruled)
+                  & (b.point_like | b.flat | b.ruled) & ~(a.face & b.face)
+                  & ~(on_lines & ~on_face & jnp.all(crossed == 0)))
+    fixed = jnp.select([on_face, on_lines], [plane, crossed], jnp.zeros(3, dtype))
+    start = jnp.select([on_face | on_lines, on_edge],
+                       [fixed * jnp.where(jnp.dot(fixed, normal) < 0, -1, 1),
                         unit_vector(normal - jnp.dot(normal, axis) * axis)], normal)
     start = jnp.where(jnp.any(start != 0), start, normal)
+    no_free_direction = on_face | on_lines
 
     def evaluate(direction):
         def difference(n):
@@ -166,7 +234,7 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
         length = jnp.linalg.norm(step)
         step = step * jnp.minimum(1, MAX_STEP / jnp.where(length > 0, length, 1))
         moved = unit_vector(direction + basis @ step)
-        return jnp.where(definite & ~on_face & jnp.any(moved != 0), moved, direction)
+        return jnp.where(definite & ~no_free_direction & jnp.any(moved != 0), moved, direction)
 
     g0, value0, jacobian0, _ = evaluate(normal)
 
@@ -185,17 +253,10 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
                                                           (normal, g0, value0, jacobian0, start))
     accepted = applicable & jnp.any(best != normal)
     basis, inverse, definite = inverse_hessian(best, jacobian_best, g_best)
-    smooth = accepted & point_like_a & point_like_b & definite
+    smooth = accepted & a.point_like & b.point_like & definite
     response = jnp.where(smooth, basis @ inverse @ basis.T, 0)
 
-    # The simplex at the refined normal: a point-like core at that one direction in every slot.
-    directions_a = jnp.where(point_like_a, jnp.broadcast_to(best, (4, 3)), simplex.directions_a)
-    directions_b = jnp.where(point_like_b, jnp.broadcast_to(-pair.rotation.T @ best, (4, 3)),
-                             simplex.directions_b)
-    points = pair.points_from_directions(directions_a, directions_b)
-    _, weights, face = closest_point(points.point, simplex.mask)
-    refined = Simplex(directions_a, directions_b, points.point_a, points.point_b, weights,
-                      face & simplex.mask)
+    refined = _feature_simplex(pair, a, b_local, best, simplex)
     simplex = jax.tree_util.tree_map(lambda new, old: jnp.where(accepted, new, old), refined, simplex)
     return Refinement(accepted, jnp.where(accepted, best, normal), jnp.where(accepted, g_best, g0),
                       simplex, smooth, response)

@@ -100,6 +100,12 @@ class Shape:
         """The feature of the core exposed by `direction`; NONE unless a shape says more."""
         return feature_without_vertices(FeatureDim.NONE)
 
+    def core_ruling(self, direction, relative_tolerance: float):
+        """Where `direction` exposes a straight segment of a curved core (a cylinder's side): a turn
+        (3,) that, added to `direction` or taken from it, moves the support to the segment's two ends
+        without moving it across the curved direction. Zero elsewhere (and for shapes without one)."""
+        return jnp.zeros(3, self.dtype())
+
     def center(self):
         """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
         return jnp.zeros(3, self.dtype())
@@ -226,6 +232,12 @@ class Cylinder(Shape):
             [along_axis & (self.radius > tolerance), across_axis & (self.half_length > tolerance),
              self.radius <= tolerance],
             [FeatureDim.FACE, FeatureDim.EDGE, FeatureDim.VERTEX], FeatureDim.CURVED))
+
+    def core_ruling(self, direction, relative_tolerance):
+        # The side's segment: the support's height follows the sign of the direction's z alone, its
+        # radial part the direction's xy alone, so adding ±z (|z| ≥ the direction's) reaches both ends.
+        side = self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE
+        return jnp.where(side, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
 
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_length)
@@ -424,6 +436,9 @@ class Rounded(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return self.shape.core_feature(direction, relative_tolerance)
+
+    def core_ruling(self, direction, relative_tolerance):
+        return self.shape.core_ruling(direction, relative_tolerance)
 
     def may_curve(self):
         return self.shape.may_curve()
