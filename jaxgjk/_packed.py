@@ -54,6 +54,9 @@ class Packed(Shape):
     def core_feature(self, direction, relative_tolerance):
         return self._dispatch("core_feature", direction, relative_tolerance)
 
+    def polyhedral_core(self):
+        return self._dispatch("polyhedral_core")
+
     def core_ruling(self, direction, relative_tolerance):
         return self._dispatch("core_ruling", direction, relative_tolerance)
 

@@ -68,26 +68,14 @@ def _support_difference(pair: RelativePair, normal):
     return point.point, point
 
 
-def _moves(shape, direction):
-    """() bool: the core's support point moves as the direction turns there (a curved surface).
-
-    One derivative, along a tangent made with a fixed direction of no special alignment: a curved
-    surface moves its support along every tangent but those of its straight lines (a cylinder's or a
-    cone's), which this misses only where such a line lies along that one tangent (never for a
-    cylinder's axis; at two azimuths of a cone's slant)."""
-    turn = jnp.cross(direction, jnp.array([0.48, 0.6, 0.64], direction.dtype))
-    return jnp.any(jax.jvp(shape.core_support, (direction,), (turn,))[1] != 0)
-
-
 @pytree_dataclass
 class _Hold:
     """How one body holds the contact (local frame of the body).
 
     Fields:
         point_like: () bool, its core feature there is a vertex or a curved point (no flat direction).
-        curved: () bool, its support moves as the direction turns there.
-        flat: () bool, a polyhedral edge or face: the support does not move at the direction nor at any
-            of the body's simplex directions, so the simplex's points are the feature's exact vertices.
+        curved: () bool, the core is not a polytope (`Shape.polyhedral_core`).
+        flat: () bool, an edge or face of a polytope core, which the simplex's points hold exactly.
         ruled: () bool, the straight side of a curved core (`Shape.core_ruling`).
         face: () bool, `flat` and a face.
         line: (3,) unit direction of the edge (flat) or the straight side (ruled); zero otherwise.
@@ -122,12 +110,12 @@ class _Hold:
                           simplex_directions[self.slots])
 
 
-def _hold(shape, direction, simplex_directions, points, simplex_mask, feature_tolerance) -> _Hold:
-    """How `shape` holds the contact along `direction` (3,), given the body's simplex directions and
-    support points (4, 3) under `simplex_mask` (4,) (all in its local frame)."""
+def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
+    """How `shape` holds the contact along `direction` (3,), given the body's simplex support points
+    (4, 3) under `simplex_mask` (4,) (all in its local frame)."""
     core = shape.core_feature(direction, feature_tolerance)
-    curved = _moves(shape, direction)
-    polyhedral = ~curved & ~jnp.any(simplex_mask & jax.vmap(lambda d: _moves(shape, d))(simplex_directions))
+    polyhedral = shape.polyhedral_core()
+    curved = ~polyhedral
     edge_or_face = (core.dimension == FeatureDim.EDGE) | (core.dimension == FeatureDim.FACE)
     exposed, tolerance = exposed_vertices(points, simplex_mask, direction, feature_tolerance)
     dimension, axis, plane, spanning = exposed_span(points, exposed, tolerance)
@@ -184,9 +172,8 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     """
     dtype = normal.dtype
     mask = simplex.mask
-    a = _hold(pair.shape_a, normal, simplex.directions_a, simplex.points_a, mask, feature_tolerance)
-    b_local = _hold(pair.shape_b, -pair.rotation.T @ normal, simplex.directions_b, simplex.points_b, mask,
-                    feature_tolerance)
+    a = _hold(pair.shape_a, normal, simplex.points_a, mask, feature_tolerance)
+    b_local = _hold(pair.shape_b, -pair.rotation.T @ normal, simplex.points_b, mask, feature_tolerance)
     b = b_local.rotated(pair.rotation)  # A's frame
     # The directions the normal may take: a face fixes it; an edge or straight side keeps it
     # perpendicular, so two of them (skew) fix it to their cross product, one leaves one free direction.
@@ -208,51 +195,50 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     no_free_direction = on_face | on_lines
 
     def evaluate(direction):
-        def difference(n):
-            value, support = _support_difference(pair, n)
-            return value, (value, support)
-
-        jacobian, (value, support) = jax.jacfwd(difference, has_aux=True)(direction)
+        """g, w, and Tᵀ J T (2, 2) at `direction` (J = dw/dn along the tangent basis T only)."""
+        (value, support), linear = jax.linearize(lambda n: _support_difference(pair, n), direction)
+        basis = _tangent_basis(direction, axis, on_edge)
+        curvature = basis.T @ jnp.stack([linear(basis[:, 0])[0], linear(basis[:, 1])[0]], axis=1)
         scale = jnp.max(jnp.abs(jnp.stack([support.point_a, pair.rotation @ support.point_b,
                                            pair.translation])))
-        return jnp.dot(direction, value), value, jacobian, scale
+        return jnp.dot(direction, value), value, curvature, scale
 
-    def inverse_hessian(direction, jacobian, g):
+    def inverse_hessian(direction, curvature, g):
         """Tangent basis T (3, 2), H⁻¹ (2, 2) in it, and whether H is negative definite (a maximum)."""
         basis = _tangent_basis(direction, axis, on_edge)
-        hessian = basis.T @ ((jacobian + jacobian.T) / 2) @ basis - g * jnp.eye(2, dtype=dtype)
+        hessian = (curvature + curvature.T) / 2 - g * jnp.eye(2, dtype=dtype)
         hessian = jnp.where(on_edge, jnp.diag(jnp.array([hessian[0, 0], -1], dtype)), hessian)
         determinant = hessian[0, 0] * hessian[1, 1] - hessian[0, 1] * hessian[1, 0]
         definite = (hessian[0, 0] < 0) & (determinant > 0)
         adjugate = jnp.array([[hessian[1, 1], -hessian[0, 1]], [-hessian[1, 0], hessian[0, 0]]])
         return basis, jnp.where(definite, adjugate / jnp.where(definite, determinant, 1), 0), definite
 
-    def newton_step(direction, value, jacobian, g):
+    def newton_step(direction, value, curvature, g):
         # Maximising: the step is −H⁻¹ grad, valid where H is negative definite.
-        basis, inverse, definite = inverse_hessian(direction, jacobian, g)
+        basis, inverse, definite = inverse_hessian(direction, curvature, g)
         step = -(inverse @ (basis.T @ value))
         length = jnp.linalg.norm(step)
         step = step * jnp.minimum(1, MAX_STEP / jnp.where(length > 0, length, 1))
         moved = unit_vector(direction + basis @ step)
         return jnp.where(definite & ~no_free_direction & jnp.any(moved != 0), moved, direction)
 
-    g0, value0, jacobian0, _ = evaluate(normal)
+    g0, value0, curvature0, _ = evaluate(normal)
 
     def body(_, carry):
-        best, g_best, value_best, jacobian_best, proposal = carry
-        g, value, jacobian, scale = evaluate(proposal)
+        best, g_best, value_best, curvature_best, proposal = carry
+        g, value, curvature, scale = evaluate(proposal)
         # Rounding of g is ~eps·scale: a later, converged step is kept even when it ties.
         accept = g >= g_best - 16 * epsilon(dtype) * scale
-        best, g_best, value_best, jacobian_best = jax.tree_util.tree_map(
-            lambda new, old: jnp.where(accept, new, old), (proposal, g, value, jacobian),
-            (best, g_best, value_best, jacobian_best))
-        return best, g_best, value_best, jacobian_best, newton_step(best, value_best, jacobian_best,
+        best, g_best, value_best, curvature_best = jax.tree_util.tree_map(
+            lambda new, old: jnp.where(accept, new, old), (proposal, g, value, curvature),
+            (best, g_best, value_best, curvature_best))
+        return best, g_best, value_best, curvature_best, newton_step(best, value_best, curvature_best,
                                                                     g_best)
 
-    best, g_best, _, jacobian_best, _ = jax.lax.fori_loop(0, NEWTON_STEPS + 1, body,
-                                                          (normal, g0, value0, jacobian0, start))
+    best, g_best, _, curvature_best, _ = jax.lax.fori_loop(0, NEWTON_STEPS + 1, body,
+                                                          (normal, g0, value0, curvature0, start))
     accepted = applicable & jnp.any(best != normal)
-    basis, inverse, definite = inverse_hessian(best, jacobian_best, g_best)
+    basis, inverse, definite = inverse_hessian(best, curvature_best, g_best)
     smooth = accepted & a.point_like & b.point_like & definite
     response = jnp.where(smooth, basis @ inverse @ basis.T, 0)
 

@@ -86,6 +86,11 @@ class Shape:
         say False, which spares them `_refine`."""
         return True
 
+    def polyhedral_core(self):
+        """() bool array: the core is a polytope (its support point is piecewise constant); the
+        run-time form of `not may_curve()`, which a packed shape decides per kind."""
+        return jnp.asarray(not self.may_curve())
+
     def feature(self, direction, relative_tolerance: float) -> Feature:
         """The feature of the shape exposed by the unit `direction` (3,), local frame (`_features`).
 
