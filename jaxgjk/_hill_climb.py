@@ -15,7 +15,7 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._features import vertex_set_feature
-from ._shapes import Shape, check_array
+from ._shapes import Shape, check_array, nearest_tied_vertex
 from ._tolerance import float_dtype
 
 # The 6 axis directions and the 8 cube diagonals: their extreme vertices are the default starts.
@@ -133,6 +133,10 @@ class ClimbingPolytope(Shape):
     def core_support(self, direction):
         index, _ = self.support_index(direction)
         return self.vertices[index].astype(direction.dtype)
+
+    def core_support_near(self, direction, hint):
+        local = direction.astype(self.vertices.dtype)
+        return nearest_tied_vertex(self.vertices, self.vertices @ local, local, hint).astype(direction.dtype)
 
     def core_support_from(self, direction, start_index):
         """`core_support` walking from vertex `start_index` () instead of the best start."""

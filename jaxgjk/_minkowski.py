@@ -50,16 +50,21 @@ class RelativePair:
         direction = direction * power_of_two_scale(jnp.max(jnp.abs(direction)))[0]
         return self.point_from_directions(-direction, self.rotation.T @ direction)
 
-    def point_from_directions(self, direction_a, direction_b) -> SupportPoint:
-        """The point s_B(direction_b) − s_A(direction_a) of D, directions in each body's frame."""
-        point_a = self.shape_a.core_support(direction_a)
-        point_b = self.shape_b.core_support(direction_b)
+    def point_from_directions(self, direction_a, direction_b, hint_a=None, hint_b=None) -> SupportPoint:
+        """The point s_B(direction_b) − s_A(direction_a) of D, directions in each body's frame; with
+        hints (3,) (support points found before for these directions, each body's frame), ties are
+        broken towards them (`Shape.core_support_near`)."""
+        if hint_a is None:
+            point_a, point_b = self.shape_a.core_support(direction_a), self.shape_b.core_support(direction_b)
+        else:
+            point_a = self.shape_a.core_support_near(direction_a, hint_a)
+            point_b = self.shape_b.core_support_near(direction_b, hint_b)
         point = self.rotation @ point_b + self.translation - point_a
         return SupportPoint(point, direction_a, direction_b, point_a, point_b)
 
-    def points_from_directions(self, directions_a, directions_b) -> SupportPoint:
-        """`point_from_directions` for stacks (K, 3) of directions."""
-        return jax.vmap(self.point_from_directions)(directions_a, directions_b)
+    def points_from_directions(self, directions_a, directions_b, hints_a=None, hints_b=None) -> SupportPoint:
+        """`point_from_directions` for stacks (K, 3) of directions (and hints)."""
+        return jax.vmap(self.point_from_directions)(directions_a, directions_b, hints_a, hints_b)
 
     def center(self):
         """A point (3,) of D: B's core centre minus A's, A's frame."""

@@ -51,6 +51,9 @@ class Packed(Shape):
     def core_support(self, direction):
         return self._dispatch("core_support", direction)
 
+    def core_support_near(self, direction, hint):
+        return self._dispatch("core_support_near", direction, hint)
+
     def core_feature(self, direction, relative_tolerance):
         return self._dispatch("core_feature", direction, relative_tolerance)
 

@@ -257,13 +257,15 @@ def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_
     order = jnp.argsort(~simplex.mask, stable=True)
     mask = simplex.mask[order]
 
-    def support_points(shape, pose, directions):
-        directions = directions[order]
+    def support_points(shape, pose, directions, hints):
+        # The simplex's own points as hints: its directions may expose a whole edge or face.
+        directions, hints = directions[order], hints[order]
         directions = jnp.where(mask[:, None], directions, directions[0])
-        return pose.apply(jax.vmap(shape.core_support)(directions))
+        hints = jnp.where(mask[:, None], hints, hints[0])
+        return pose.apply(jax.vmap(shape.core_support_near)(directions, hints))
 
-    points_a = support_points(shape_a, pose_a, simplex.directions_a)
-    points_b = support_points(shape_b, pose_b, simplex.directions_b)
+    points_a = support_points(shape_a, pose_a, simplex.directions_a, simplex.points_a)
+    points_b = support_points(shape_b, pose_b, simplex.directions_b, simplex.points_b)
     differences = points_b - points_a
     weights = face_weights(differences, mask)
     point_a, point_b = weights @ points_a, weights @ points_b

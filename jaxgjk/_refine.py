@@ -29,7 +29,7 @@ from ._features import FeatureDim, exposed_span, exposed_vertices
 from ._minkowski import RelativePair
 from ._result import Simplex
 from ._shapes import unit_vector
-from ._simplex import closest_point
+from ._simplex import face_weights
 from ._tolerance import epsilon
 
 NEWTON_STEPS = 2  # from the loops' ~√tol the error squares each step: 1e-6 → 1e-12 → rounding
@@ -134,20 +134,29 @@ def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
 
 
 def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Simplex) -> Simplex:
-    """The simplex of D spanned by the two held features at the refined `normal` (A's frame): every
-    pairing of A's feature vertices with B's (vertex × face: 3, edge × edge: the 4 corners of their
-    parallelogram; a face against a straight side keeps 4 of its 6), so that its closest point is the
-    closest point of the features, with its weights and face."""
+    """The simplex of D spanned by the two held features at the refined `normal` (A's frame), with the
+    affine weights of the origin's projection onto its span.
+
+    D's face exposed by the normal is the Minkowski sum of the two features, and the projection lies
+    in it but not necessarily in the triangle of three of its vertices (a box face is held by three of
+    its four corners), so the weights are affine (`face_weights`), never clamped to the simplex. Three
+    pairings span that face: a face with the other feature's first vertex, or, for two edges or
+    sides, three corners of their parallelogram ((0, 0), (0, 1), (1, 0)).
+    """
     directions_a = a.feature_directions(normal, simplex.directions_a)
     directions_b = b.feature_directions(-pair.rotation.T @ normal, simplex.directions_b)
+    # A flat feature's directions expose a whole edge or face (ties to rounding): the hints, the
+    # simplex's own points, keep the vertices it held.
+    hints_a, hints_b = simplex.points_a[a.slots], simplex.points_b[b.slots]
     slot = jnp.arange(4)
-    index_a, index_b = slot // b.count, slot % b.count
-    mask = slot < jnp.minimum(a.count * b.count, 4)
-    index_a = jnp.where(mask, index_a, 0)
-    points = pair.points_from_directions(directions_a[index_a], directions_b[index_b])
-    _, weights, face = closest_point(points.point, mask)
-    return Simplex(points.direction_a, points.direction_b, points.point_a, points.point_b, weights,
-                   face & mask)
+    mask = slot < jnp.minimum(a.count * b.count, 3)
+    index_a = jnp.where(a.face, slot, slot // b.count)
+    index_b = jnp.where(a.face, 0, slot % b.count)
+    index_a, index_b = jnp.where(mask, index_a, 0), jnp.where(mask, index_b, 0)
+    points = pair.points_from_directions(directions_a[index_a], directions_b[index_b], hints_a[index_a],
+                                         hints_b[index_b])
+    weights = face_weights(points.point, mask)
+    return Simplex(points.direction_a, points.direction_b, points.point_a, points.point_b, weights, mask)
 
 
 def _tangent_basis(normal, edge, one_free):

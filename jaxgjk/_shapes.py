@@ -76,6 +76,15 @@ class Shape:
         """Support point (3,) of the core: the shape with its margin (ball radius) taken off."""
         raise NotImplementedError
 
+    def core_support_near(self, direction, hint):
+        """`core_support`, but where `direction` (3,) exposes several vertices that tie to rounding (an
+        edge or face), the one nearest `hint` (3,): re-evaluating a stored support direction then
+        returns the stored point, whichever way a differently compiled dot product rounds the tie
+        (the tangent rules hold the simplex's directions). The same as `core_support` for shapes whose
+        ties are decided by exact sign tests."""
+        del hint
+        return self.core_support(direction)
+
     def margin(self):
         """Radius () of the ball that sweeps the core (zero for shapes without one)."""
         return jnp.zeros((), self.dtype())
@@ -126,6 +135,14 @@ class Shape:
     def dtype(self):
         """The floating dtype of the shape's fields."""
         return float_dtype(*float_leaves(self))
+
+
+def nearest_tied_vertex(vertices, scores, direction, hint):
+    """The vertex of `vertices` (N, 3) nearest `hint` (3,) among those whose `scores` (N,) (dot
+    products with `direction` (3,); -inf for padding) are the largest to a few roundings."""
+    rounding = 16 * jnp.finfo(scores.dtype).eps * jnp.linalg.norm(direction) * jnp.max(jnp.abs(vertices))
+    tied = scores >= jnp.max(scores) - rounding
+    return vertices[jnp.argmin(jnp.where(tied, jnp.sum((vertices - hint) ** 2, axis=-1), jnp.inf))]
 
 
 def float_leaves(tree) -> list:
@@ -352,6 +369,10 @@ class Polytope(Shape):
     def core_support(self, direction):
         return self.vertices[jnp.argmax(self._scores(direction))].astype(direction.dtype)
 
+    def core_support_near(self, direction, hint):
+        vertex = nearest_tied_vertex(self.vertices, self._scores(direction), direction, hint)
+        return vertex.astype(direction.dtype)
+
     def core_feature(self, direction, relative_tolerance):
         return vertex_set_feature(self.vertices, self.mask, direction, relative_tolerance)
 
@@ -438,6 +459,9 @@ class Rounded(Shape):
 
     def core_support(self, direction):
         return self.shape.core_support(direction)
+
+    def core_support_near(self, direction, hint):
+        return self.shape.core_support_near(direction, hint)
 
     def core_feature(self, direction, relative_tolerance):
         return self.shape.core_feature(direction, relative_tolerance)

@@ -102,3 +102,24 @@ def test_batched_shapes_under_vmap(batch_shape, rng):
         support = jax.vmap(support)
     got = support(jg.Box(jnp.asarray(half_extents)), jnp.asarray(directions))
     np.testing.assert_allclose(got, np.where(directions >= 0, half_extents, -half_extents))
+
+
+def test_core_support_near_keeps_the_hinted_vertex_of_a_tie(rng):
+    """A direction exposing a face of a rotated cube (its four vertices' scores equal up to rounding):
+    `core_support_near` returns whichever of them is hinted, for plain, climbing and packed polytopes,
+    and a maximising vertex whatever the hint."""
+    q = rng.normal(size=4)
+    rotation = np.asarray(jg.Pose(jnp.zeros(3), jnp.asarray(q / np.linalg.norm(q))).rotation_matrix())
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    vertices = cube @ rotation.T
+    direction = jnp.asarray(rotation[:, 0])
+    face = vertices[cube[:, 0] > 0]
+    shapes = {"polytope": jg.Polytope(jnp.asarray(vertices)),
+              "climbing": jg.ClimbingPolytope.from_points(vertices),
+              "packed": jg.pack([jg.Polytope(jnp.asarray(vertices))], num_vertices=10)}
+    shapes["packed"] = jax.tree_util.tree_map(lambda leaf: leaf[0], shapes["packed"])
+    for name, shape in shapes.items():
+        near = jax.jit(jax.vmap(shape.core_support_near, in_axes=(None, 0)))
+        np.testing.assert_allclose(near(direction, jnp.asarray(face)), face, atol=1e-12, err_msg=name)
+        far = near(direction, jnp.asarray(-3 * vertices))
+        np.testing.assert_allclose(far @ np.asarray(direction), 1.0, atol=1e-12, err_msg=name)
