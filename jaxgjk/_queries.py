@@ -90,7 +90,8 @@ class _Solution:
     result: DistanceResult
     normal_kind: jnp.ndarray  # () int32, one of _NORMAL_*
     tangent_scale: jnp.ndarray  # () 1 where the distance varies with the inputs, else 0
-    normal_response: jnp.ndarray  # (3, 3) world-frame `Refinement.response` (for _NORMAL_SMOOTH)
+    normal_response: jnp.ndarray | None  # (3, 3) world-frame `Refinement.response` (_NORMAL_SMOOTH);
+    # None where the pair is never refined (`_refines`), so the tangent rule skips the smooth branch
 
 
 def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_start,
@@ -170,16 +171,17 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         epa_contact = False
 
     feature_tol = config.feature_tolerance or feature_tolerance(dtype)
-    if mode != _INTERSECT and config.refine_normal and (shape_a.may_curve() or shape_b.may_curve()):
+    if _refines(config, mode, shape_a, shape_b):
         apart = (state.status == Status.SEPARATED) & (core_norm > 0)
         refinement = refine(pair, normal_local, simplex, feature_tol, is_valid & (apart | epa_contact))
         normal_local, simplex = refinement.normal, refinement.simplex
         core_distance = jnp.where(refinement.accepted, refinement.signed, core_distance)
         normal_kind = jnp.select([refinement.smooth, refinement.accepted],
                                  [_NORMAL_SMOOTH, _NORMAL_FROM_CLOSEST], normal_kind)
-        response, refined = refinement.response, refinement.accepted
+        rotation = pose_a.rotation_matrix()
+        response, refined = rotation @ refinement.response @ rotation.T, refinement.accepted
     else:
-        response, refined = jnp.zeros((3, 3), dtype), False
+        response, refined = None, False
     signed = core_distance - margin
     if mode == _SIGNED:
         # Rounded shapes whose cores are apart or touch can still overlap: penetration known exactly.
@@ -226,10 +228,13 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         feature_a=feature_a,
         feature_b=feature_b,
     )
-    rotation_a = pose_a.rotation_matrix()
     return _Solution(result, normal_kind.astype(jnp.int32),
-                     jnp.where(is_valid, tangent_scale, 0).astype(dtype),
-                     rotation_a @ response @ rotation_a.T)
+                     jnp.where(is_valid, tangent_scale, 0).astype(dtype), response)
+
+
+def _refines(config: Config, mode: str, shape_a, shape_b) -> bool:
+    """Whether `_refine` can run for this query (trace time): a curved core may hold the contact."""
+    return mode != _INTERSECT and config.refine_normal and (shape_a.may_curve() or shape_b.may_curve())
 
 
 def _point_simplex(point) -> Simplex:
@@ -250,7 +255,7 @@ def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_
     whose derivative is the envelope-theorem gradient. On a smooth contact (`_NORMAL_SMOOTH`) the
     normal moves instead by the implicit function theorem, ``normal − response · w(normal)`` with
     `response` (3, 3) world frame (`_refine.Refinement.response`), and the points are the supports
-    along it, sliding over the curved surfaces.
+    along it, sliding over the curved surfaces. `response` None: no smooth contact is possible.
     """
     # Used slots first, unused ones repeating the first: the face normal of fewer than three points
     # is then exactly zero (a safe zero for `unit_vector`), not a NaN-prone near-zero from stale slots.
@@ -279,16 +284,18 @@ def _witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_
     closest_direction = closest_direction * jnp.where(jnp.dot(closest_direction, normal) < 0, -1, 1)
     from_closest = jnp.where(jnp.sum(mask) == 3, face_normal, closest_direction)
 
-    def world_support(shape, pose, direction):
-        return pose.apply(shape.core_support(pose.rotation_matrix().T @ direction))
+    moving_normal = jnp.select([normal_kind == _NORMAL_FROM_CLOSEST, normal_kind == _NORMAL_FROM_FACE],
+                               [from_closest, face_normal], normal)
+    if response is not None:
+        def world_support(shape, pose, direction):
+            return pose.apply(shape.core_support(pose.rotation_matrix().T @ direction))
 
-    smooth = normal_kind == _NORMAL_SMOOTH
-    smooth_normal = normal - response @ (world_support(shape_b, pose_b, -normal)
-                                         - world_support(shape_a, pose_a, normal))
-    point_a = jnp.where(smooth, world_support(shape_a, pose_a, smooth_normal), point_a)
-    point_b = jnp.where(smooth, world_support(shape_b, pose_b, -smooth_normal), point_b)
-    moving_normal = jnp.select([normal_kind == _NORMAL_FROM_CLOSEST, normal_kind == _NORMAL_FROM_FACE,
-                                smooth], [from_closest, face_normal, smooth_normal], normal)
+        smooth = normal_kind == _NORMAL_SMOOTH
+        smooth_normal = normal - response @ (world_support(shape_b, pose_b, -normal)
+                                             - world_support(shape_a, pose_a, normal))
+        point_a = jnp.where(smooth, world_support(shape_a, pose_a, smooth_normal), point_a)
+        point_b = jnp.where(smooth, world_support(shape_b, pose_b, -smooth_normal), point_b)
+        moving_normal = jnp.where(smooth, smooth_normal, moving_normal)
     margin_a, margin_b = shape_a.margin(), shape_b.margin()
     # The distance through the primal weights, held: the weights' own derivative moves the point
     # within the closest feature, orthogonally to the normal (normal·(pb_i − pa_i) is the same for

@@ -57,7 +57,7 @@ class Config:
             the dtype's default (`_tolerance.feature_tolerance`: 1e-6 float64, 1e-3 float32).
         refine_normal: where a curved core holds the contact, take the loops' normal (good to only
             √tolerance there) to rounding by Newton steps (`_refine`), so that gradients of the distance
-            and the witness points' are exact; costs ~20–35% of a `distance` query on curved pairs
+            and the witness points' are exact; adds roughly 5–40% to a `distance` query on curved pairs
             (nothing on polyhedral ones). False keeps the loops' normal.
     """
 
