@@ -15,6 +15,7 @@ import enum
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
+from ._vector import dot, largest_abs
 
 # How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
 MAX_FEATURE_VERTICES = 4
@@ -77,7 +78,7 @@ def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature
 def exposed_vertices(vertices, mask, direction, relative_tolerance):
     """Which of `vertices` (N, 3) under `mask` (N,) lie within ``relative_tolerance · max|coordinate|``
     of the largest ``dot(direction, vertex)``: (N,) bool, and that length tolerance ()."""
-    size = jnp.max(jnp.where(mask[:, None], jnp.abs(vertices), 0))
+    size = jnp.max(jnp.where(mask, largest_abs(vertices), 0))
     tolerance = relative_tolerance * size
     heights = jnp.where(mask, vertices @ direction, -jnp.inf)
     return mask & (heights >= jnp.max(heights) - tolerance), tolerance
@@ -97,11 +98,11 @@ def exposed_span(vertices, exposed, tolerance):
     # Its extent from one vertex, then its extent off the line to the farthest vertex.
     first = jnp.argmax(exposed)
     offsets = vertices - vertices[first]
-    lengths = jnp.where(exposed, jnp.linalg.norm(offsets, axis=-1), 0)
+    lengths = jnp.where(exposed, jnp.sqrt(dot(offsets, offsets)), 0)
     far = jnp.argmax(lengths)
     axis = offsets[far] / jnp.where(lengths[far] > 0, lengths[far], 1)
     off_line = offsets - (offsets @ axis)[:, None] * axis
-    widths = jnp.where(exposed, jnp.linalg.norm(off_line, axis=-1), 0)
+    widths = jnp.where(exposed, jnp.sqrt(dot(off_line, off_line)), 0)
     wide = jnp.argmax(widths)
     plane_normal = jnp.cross(axis, off_line[wide] / jnp.where(widths[wide] > 0, widths[wide], 1))
     dimension = jnp.where(lengths[far] <= tolerance, FeatureDim.VERTEX,

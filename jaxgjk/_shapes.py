@@ -17,6 +17,7 @@ import numpy as np
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
 from ._tolerance import float_dtype, power_of_two_scale
+from ._vector import dot, largest_abs
 
 
 def unit_vector(vector):
@@ -28,10 +29,10 @@ def unit_vector(vector):
     of any length (GJK's v shrinks to ~eps·size near contact, 1e-12 for millimetre shapes in float32)
     gives its unit vector; |x|² itself would underflow there. NaN-free in reverse mode (double where).
     """
-    largest = jnp.max(jnp.abs(vector), axis=-1, keepdims=True)
+    largest = largest_abs(vector)[..., None]
     is_nonzero = largest >= float(jnp.finfo(vector.dtype).tiny) ** 0.5
     scaled = vector * power_of_two_scale(jnp.where(is_nonzero, largest, 1))[0]
-    norm_sq = jnp.sum(scaled * scaled, axis=-1, keepdims=True)  # in [1, 12] where nonzero
+    norm_sq = dot(scaled, scaled)[..., None]  # in [1, 12] where nonzero
     return jnp.where(is_nonzero, scaled / jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1)), 0)
 
 
