@@ -7,24 +7,34 @@ face across each edge). One step: take the valid face nearest the origin, the su
 its normal, stop when the gap between the support plane and the face is within tolerance; otherwise
 remove the faces that see w, and close the hole by joining w to the horizon (the edges between seen and
 unseen faces), which the adjacency gives in O(faces) without search.
+
+Under `vmap` every pair pays for every step of the batch's slowest pair, and each step scans the
+arrays: the first steps run on small arrays, a batch that needs more moves to the full capacity, and a
+batch with no overlapping pair skips EPA (`_gate.compute_where`). A step reads the state, decides, then
+writes its few rows (out-of-range rows are dropped where the step is refused), so no step copies the
+whole polytope to undo itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
+from ._gate import compute_where
 from ._minkowski import RelativePair, SupportPoint
 from ._result import Simplex, Status
 from ._shapes import unit_vector
 from ._simplex import face_weights
 from ._tolerance import epsilon, power_of_two_scale
+from ._vector import dot, largest_abs
 
 RUNNING = -1
+_FIRST_STEPS = 24  # steps on small arrays before the full capacity (see `epa`)
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
 
@@ -48,7 +58,7 @@ class EPAState:
         adjacency: (F, 3) int32 face across edge k (corner k to corner k+1).
         normals: (F, 3) outward unit normals; distances: (F,) plane distance to the origin.
         valid: (F,) bool live faces.
-        nearest: () int32 index of the nearest valid face at the last step.
+        size_sq: () the largest |vertex|² (the size of the polytope); extent: () its largest |coordinate|.
         upper_bound: () least support-plane distance seen (the depth lies between).
         best: the support point (SupportPoint, (3,) leaves) whose plane gave `upper_bound`, and
         best_normal: (3,) its direction: translating B by `upper_bound` along it separates the cores.
@@ -62,7 +72,8 @@ class EPAState:
     normals: jnp.ndarray
     distances: jnp.ndarray
     valid: jnp.ndarray
-    nearest: jnp.ndarray
+    size_sq: jnp.ndarray
+    extent: jnp.ndarray
     upper_bound: jnp.ndarray
     best: SupportPoint
     best_normal: jnp.ndarray
@@ -70,20 +81,20 @@ class EPAState:
     status: jnp.ndarray
 
 
-def _face_planes(points, faces):
-    """Outward unit normals (F, 3) and origin distances (F,) of `faces` (F, 3) over `points` (V, 3).
+def _face_planes(corners):
+    """Outward unit normals (F, 3) and origin distances (F,) of the triangles `corners` (F, 3, 3),
+    counter-clockwise seen from outside.
 
     A degenerate (zero-area) face gets distance +inf so that it is never the nearest face.
     """
-    a, b, c = points[faces[:, 0]], points[faces[:, 1]], points[faces[:, 2]]
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
     # The edges in units of their length (exact): the cross product of two short edges underflows in
     # float32 for shapes below ~1e-7, and the face would count as degenerate.
     edge_b, edge_c = b - a, c - a
-    scale = power_of_two_scale(jnp.maximum(jnp.max(jnp.abs(edge_b), axis=-1),
-                                           jnp.max(jnp.abs(edge_c), axis=-1)))[0][:, None]
+    scale = power_of_two_scale(jnp.maximum(largest_abs(edge_b), largest_abs(edge_c)))[0][:, None]
     normals = unit_vector(jnp.cross(edge_b * scale, edge_c * scale))
     degenerate = jnp.all(normals == 0, axis=-1)
-    distances = jnp.where(degenerate, jnp.inf, jnp.sum(normals * a, axis=-1))
+    distances = jnp.where(degenerate, jnp.inf, dot(normals, a))
     return normals, distances
 
 
@@ -125,17 +136,19 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
 
     corners = four.point
     volume = jnp.dot(corners[1] - corners[0], jnp.cross(corners[2] - corners[0], corners[3] - corners[0]))
-    faces = jnp.where(volume >= 0, _TETRAHEDRON, _TETRAHEDRON[:, [0, 2, 1]]).astype(jnp.int32)
+    tetrahedron = jnp.where(volume >= 0, _TETRAHEDRON, _TETRAHEDRON[:, [0, 2, 1]]).astype(jnp.int32)
     adjacency = jnp.where(volume >= 0, _TETRAHEDRON_ADJACENCY,
                           _TETRAHEDRON_ADJACENCY[:, [2, 1, 0]]).astype(jnp.int32)
 
     num_faces = 2 * capacity
     vertices = jax.tree_util.tree_map(
         lambda leaf: jnp.zeros((capacity,) + leaf.shape[1:], leaf.dtype).at[:4].set(leaf), four)
-    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(faces)
+    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(tetrahedron)
     adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency)
     valid = jnp.zeros(num_faces, bool).at[:4].set(True)
-    normals, distances = _face_planes(vertices.point, faces)
+    tetrahedron_normals, tetrahedron_distances = _face_planes(corners[tetrahedron])
+    normals = jnp.zeros((num_faces, 3), corners.dtype).at[:4].set(tetrahedron_normals)
+    distances = jnp.full(num_faces, jnp.inf, corners.dtype).at[:4].set(tetrahedron_distances)
     # A one-point simplex means GJK touched D's boundary at a vertex: depth 0, nothing to expand. So
     # does a D without interior: a segment through the origin (a capsule's axis through a sphere's
     # centre: no proper face at all) or a flat D (crossing capsule axes: the width of D along the
@@ -143,8 +156,9 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     # tolerance). Face 0 then holds the direction in which the cores separate: the perpendicular of
     # the segment, or the side of the plane with the lesser support.
     collinear = jnp.all(jnp.isinf(distances[:4]))
-    scale = jnp.sqrt(jnp.max(jnp.sum(corners**2, axis=-1)))
-    flat = jnp.any(normal != 0) & (jnp.dot(normal, above.point - below.point) <= tolerance * scale)
+    size_sq = jnp.max(jnp.sum(corners**2, axis=-1))
+    width = jnp.dot(normal, above.point - below.point)
+    flat = jnp.any(normal != 0) & (width <= tolerance * jnp.sqrt(size_sq))
     plane_side = jnp.where(jnp.dot(normal, above.point) <= -jnp.dot(normal, below.point), 1, -1)
     normals = normals.at[0].set(jnp.select([collinear, flat],
                                            [first, plane_side * normal], normals[0]))
@@ -152,7 +166,7 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     valid = valid & ((jnp.arange(num_faces) == 0) | ~(collinear | flat))  # face 0 is the nearest
     status = jnp.where((count < 2) | collinear | flat, Status.INTERSECTING, RUNNING).astype(jnp.int32)
     return EPAState(vertices, jnp.asarray(4, jnp.int32), faces, adjacency, normals, distances, valid,
-                    jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, p.dtype),
+                    size_sq, jnp.max(jnp.abs(corners)), jnp.asarray(jnp.inf, p.dtype),
                     jax.tree_util.tree_map(lambda leaf: leaf[0], four), normals[0],
                     jnp.zeros((), jnp.int32), status)
 
@@ -179,47 +193,41 @@ def _connected_patch(below, adjacency, nearest):
     return seen
 
 
-def _add_folded_faces(sees, state: EPAState, w, holds_w, rings: int = 2, max_folds: int = 8):
+def _add_folded_faces(sees, state: EPAState, corners, w, holds_w, rings: int = 2):
     """`sees` (F,) plus the faces that hold `w` within rounding (`holds_w`) and border a seen face
-    with w on their side of the shared edge, ring by ring.
+    with w on their side of the shared edge, ring by ring; `corners` (F, 3, 3) are the faces' points.
 
     The faces strictly below w are seen; a face that holds w stays, and the new face on its edge
     extends it flat — except when w lies on its side of that edge, where the new face would fold back
     over it (an inverted face, possible only through rounding near a flat fold), so it goes too.
     Taking every face that holds w instead swallowed a cylinder's whole cap fan at each new rim point,
-    growing the horizon past any size. Such faces are rare: each ring tests at most `max_folds` of
-    them, gathered into a few rows, so a step stays O(faces).
+    growing the horizon past any size.
     """
-    num_faces = sees.shape[0]
+    edges = corners[:, _NEXT] - corners
+    inside = dot(jnp.cross(edges, w - corners), state.normals[:, None, :]) > 0
     for _ in range(rings):
-        candidate = holds_w & ~sees & jnp.any(sees[state.adjacency], axis=-1)
-        rows = jnp.nonzero(candidate, size=max_folds, fill_value=0)[0]
-        in_use = jnp.arange(max_folds) < jnp.sum(candidate)
-        start = state.vertices.point[state.faces[rows]]
-        end = state.vertices.point[state.faces[rows][:, _NEXT]]
-        inside = jnp.sum(jnp.cross(end - start, w - start) * state.normals[rows][:, None, :],
-                         axis=-1) > 0
-        folds = in_use & jnp.any(sees[state.adjacency[rows]] & inside, axis=-1)
-        sees = sees.at[jnp.where(folds, rows, num_faces)].set(True, mode="drop")
+        sees = sees | (holds_w & jnp.any(sees[state.adjacency] & inside, axis=-1))
     return sees
 
 
 def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
-    """Add `w` as a vertex: remove the faces that see it and join the horizon to it.
+    """Plan adding `w` as a vertex: remove the faces that see it and join the horizon to it.
 
     The horizon edges (edges of seen faces whose neighbour is unseen) are compacted into `max_horizon`
-    rows; each becomes a new face (edge start, edge end, w) in a free face slot. All scatters and
-    gathers act on those few rows, so a step costs O(faces + max_horizon²). Returns the new state and
-    whether the step was consistent (the horizon fits and forms a simple cycle), and the least
-    origin distance of the new faces.
+    rows; each becomes a new face (edge start, edge end, w) in a free face slot. Planning only reads
+    the state; returns whether the step is consistent (the horizon fits and forms cycles: each of its
+    vertices starts one edge and ends one), the least origin distance of the new faces, and
+    `commit(accept)`, which writes the step where `accept` (() bool) and leaves the state as it was
+    elsewhere. All scatters and gathers act on the horizon's rows, so a step costs O(faces).
     """
     num_faces = state.faces.shape[0]
+    capacity = state.vertices.point.shape[0]
     new_index = state.num_vertices
-    corner = state.vertices.point[state.faces[:, 0]]
-    coplanar = 16 * epsilon(w.point.dtype) * jnp.max(jnp.abs(state.vertices.point))
-    side = jnp.sum(state.normals * (w.point - corner), axis=-1)
+    corners = state.vertices.point[state.faces]
+    coplanar = 16 * epsilon(w.point.dtype) * state.extent
+    side = dot(state.normals, w.point - corners[:, 0])
     sees = _connected_patch(state.valid & (side > coplanar), state.adjacency, nearest)
-    sees = _add_folded_faces(sees, state, w.point, state.valid & (jnp.abs(side) <= coplanar))
+    sees = _add_folded_faces(sees, state, corners, w.point, state.valid & (jnp.abs(side) <= coplanar))
 
     horizon = (sees[:, None] & ~sees[state.adjacency]).reshape(-1)
     edge = jnp.nonzero(horizon, size=max_horizon, fill_value=0)[0].astype(jnp.int32)  # face·3 + corner
@@ -233,43 +241,84 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     slot = jnp.where(in_use, slot, num_faces).astype(jnp.int32)  # out of range: dropped below
 
     # On the horizon cycle, the new face on edge (a, b) meets the one starting at b and the one
-    # ending at a.
-    pairs_in_use = in_use[None, :] & in_use[:, None]
-    follows = (start[None, :] == end[:, None]) & pairs_in_use
-    precedes = (end[None, :] == start[:, None]) & pairs_in_use
+    # ending at a: found through tables indexed by vertex.
+    start_key = jnp.where(in_use, start, capacity)
+    end_key = jnp.where(in_use, end, capacity)
+
+    def count(keys):
+        return jnp.zeros(capacity, jnp.int32).at[keys].add(1, mode="drop")
+
+    def lookup(keys, values):
+        return jnp.full(capacity, num_faces, jnp.int32).at[keys].set(values, mode="drop")
+
     consistent = (jnp.sum(horizon) <= max_horizon) & jnp.all(
-        ~in_use | ((jnp.sum(follows, axis=1) == 1) & (jnp.sum(precedes, axis=1) == 1)))
+        ~in_use | ((count(start_key)[end] == 1) & (count(end_key)[start] == 1)))
     new_faces = jnp.stack([start, end, jnp.full_like(start, new_index)], axis=-1)
-    new_adjacency = jnp.stack([neighbour, slot[jnp.argmax(follows, axis=1)],
-                               slot[jnp.argmax(precedes, axis=1)]], axis=-1)
-    faces = state.faces.at[slot].set(new_faces, mode="drop")
-    adjacency = state.adjacency.at[slot].set(new_adjacency, mode="drop")
+    new_adjacency = jnp.stack([neighbour, lookup(start_key, slot)[end], lookup(end_key, slot)[start]],
+                              axis=-1)
+    new_normals, new_distances = _face_planes(jnp.stack(
+        [state.vertices.point[start], state.vertices.point[end],
+         jnp.broadcast_to(w.point, (max_horizon, 3))], axis=1))
     # The unseen neighbour's edge that pointed at the removed face now points at the new face.
     neighbour_edge = jnp.argmax(state.adjacency[neighbour] == seen_face[:, None], axis=-1)
-    adjacency = adjacency.at[jnp.where(in_use, neighbour, num_faces), neighbour_edge].set(
-        slot, mode="drop")
-    valid = kept.at[slot].set(True, mode="drop")
 
-    vertices = jax.tree_util.tree_map(lambda s, x: s.at[new_index].set(x), state.vertices, w)
-    new_normals, new_distances = _face_planes(vertices.point, new_faces)
-    normals = state.normals.at[slot].set(new_normals, mode="drop")
-    distances = state.distances.at[slot].set(new_distances, mode="drop")
-    expanded = dataclasses.replace(state, vertices=vertices, num_vertices=new_index + 1, faces=faces,
-                                   adjacency=adjacency, normals=normals, distances=distances, valid=valid)
-    return expanded, consistent, jnp.min(jnp.where(in_use, new_distances, jnp.inf))
+    def commit(accept) -> EPAState:
+        rows = jnp.where(accept, slot, num_faces)
+        faces = state.faces.at[rows].set(new_faces, mode="drop")
+        adjacency = state.adjacency.at[rows].set(new_adjacency, mode="drop")
+        adjacency = adjacency.at[jnp.where(accept & in_use, neighbour, num_faces), neighbour_edge].set(
+            slot, mode="drop")
+        valid = (state.valid & ~(sees & accept)).at[rows].set(True, mode="drop")
+        vertex = jnp.where(accept, new_index, capacity)
+        vertices = jax.tree_util.tree_map(lambda s, x: s.at[vertex].set(x, mode="drop"), state.vertices, w)
+        return dataclasses.replace(
+            state, vertices=vertices, num_vertices=new_index + accept, faces=faces, adjacency=adjacency,
+            normals=state.normals.at[rows].set(new_normals, mode="drop"),
+            distances=state.distances.at[rows].set(new_distances, mode="drop"), valid=valid,
+            size_sq=jnp.where(accept, jnp.maximum(state.size_sq, jnp.dot(w.point, w.point)), state.size_sq),
+            extent=jnp.where(accept, jnp.maximum(state.extent, jnp.max(jnp.abs(w.point))), state.extent))
+
+    return consistent, jnp.min(jnp.where(in_use, new_distances, jnp.inf)), commit
+
+
+@pytree_dataclass
+class EPAResult:
+    """What EPA found for one pair (A's frame).
+
+    Fields:
+        status: () int32 `Status`: PENETRATING (converged), MAX_ITERATIONS, DEGENERATE (stopped on
+            rounding), or INTERSECTING (D has no interior: depth 0, `face_normal` the direction in
+            which the cores separate).
+        iterations: () int32 EPA steps.
+        face: the nearest face as a three-point `Simplex` with the origin's projection weights.
+        face_distance: () its distance to the origin, a lower bound on the depth.
+        face_normal: (3,) its outward unit normal.
+        upper_bound, best, best_normal: as in `EPAState`.
+        size: () the largest |vertex| of the polytope, the scale of its rounding errors.
+    """
+
+    status: jnp.ndarray
+    iterations: jnp.ndarray
+    face: Simplex
+    face_distance: jnp.ndarray
+    face_normal: jnp.ndarray
+    upper_bound: jnp.ndarray
+    best: SupportPoint
+    best_normal: jnp.ndarray
+    size: jnp.ndarray
 
 
 def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance: float,
-        active) -> EPAState:
-    """Run EPA from GJK's final `simplex` (origin enclosed or touched); lanes with `active` False
-    start finished. The state's `nearest` face gives the depth, normal and witness points."""
-    capacity = max_iterations + 4
+        active) -> EPAResult:
+    """Run EPA from GJK's final `simplex` (origin enclosed or touched) where `active` (() bool); the
+    result is all zeros elsewhere, and a batch with no active pair skips EPA altogether."""
+    first_steps = min(max_iterations, _FIRST_STEPS)
     max_horizon = 32
 
-    def keep_going(state: EPAState):
-        return (state.status == RUNNING) & (state.iterations < max_iterations)
+    def keep_going(steps: int, state: EPAState):
+        return (state.status == RUNNING) & (state.iterations < steps)
 
-    def step(state: EPAState) -> EPAState:
+    def step(pair: RelativePair, state: EPAState) -> EPAState:
         nearest = _nearest_face(state)
         normal = state.normals[nearest]
         lower_bound = state.distances[nearest]
@@ -279,7 +328,8 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         upper_bound = jnp.where(improves, support_distance, state.upper_bound)
         best = jax.tree_util.tree_map(lambda new, old: jnp.where(improves, new, old), w, state.best)
         best_normal = jnp.where(improves, normal, state.best_normal)
-        scale = jnp.sqrt(jnp.max(jnp.sum(state.vertices.point**2, axis=-1)))
+        scale = jnp.sqrt(state.size_sq)
+        capacity = state.vertices.point.shape[0]
         repeated = jnp.any(
             (jnp.arange(capacity) < state.num_vertices)
             & jnp.all(state.vertices.point == w.point, axis=-1))
@@ -289,7 +339,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         # rounding: stop, and say so.
         stuck = repeated & ~converged
         full = state.num_vertices >= capacity
-        expanded, consistent, lowest = _expand(state, w, nearest, max_horizon)
+        consistent, lowest, commit = _expand(state, w, nearest, max_horizon)
         # The polytope only grows, so its faces' distances only grow, up to rounding. A new face
         # nearer than the nearest one by more than the gap means rounding broke convexity (float32
         # near its precision): accepting it would report a depth that is far too small.
@@ -297,23 +347,47 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         status = jnp.select(
             [~jnp.isfinite(lower_bound), converged, stuck | full | ~consistent],
             [Status.DEGENERATE, Status.PENETRATING, Status.DEGENERATE], RUNNING).astype(jnp.int32)
-        accept = status == RUNNING
-        pick = lambda new, old: jnp.where(accept, new, old)  # noqa: E731
-        kept = jax.tree_util.tree_map(pick, expanded, state)
-        return dataclasses.replace(kept, nearest=nearest, upper_bound=upper_bound, best=best,
+        return dataclasses.replace(commit(status == RUNNING), upper_bound=upper_bound, best=best,
                                    best_normal=best_normal, iterations=state.iterations + 1,
                                    status=status)
 
-    state = _initial_state(pair, simplex, capacity, tolerance)
-    state = dataclasses.replace(state, status=jnp.where(active, state.status, Status.PENETRATING))
-    state = jax.lax.while_loop(keep_going, step, state)
-    status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
-    return dataclasses.replace(state, nearest=_nearest_face(state), status=status.astype(jnp.int32))
+    def solve(operands) -> EPAResult:
+        pair, simplex, active = operands
+        # Most pairs converge within a few steps (polyhedral ones within ~20): run those on arrays
+        # sized for `first_steps`, which are cheaper to scan, and move to the full capacity only
+        # for the steps beyond (a batch where no pair needs them never runs them).
+        state = _initial_state(pair, simplex, first_steps + 4, tolerance)
+        state = dataclasses.replace(state, status=jnp.where(active, state.status, Status.PENETRATING))
+        run = functools.partial(step, pair)
+        state = jax.lax.while_loop(functools.partial(keep_going, first_steps), run, state)
+        if max_iterations > first_steps:
+            state = _with_capacity(state, max_iterations + 4)
+            state = jax.lax.while_loop(functools.partial(keep_going, max_iterations), run, state)
+        nearest = _nearest_face(state)
+        status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
+        return EPAResult(status.astype(jnp.int32), state.iterations, _face_simplex(state, nearest),
+                         state.distances[nearest], state.normals[nearest], state.upper_bound, state.best,
+                         state.best_normal, jnp.sqrt(state.size_sq))
+
+    return compute_where(active, solve, (pair, simplex, jnp.asarray(active)))
 
 
-def nearest_face_simplex(state: EPAState) -> Simplex:
-    """The nearest face as a three-point `Simplex` with the origin's projection weights."""
-    corners = state.faces[state.nearest]
+def _with_capacity(state: EPAState, capacity: int) -> EPAState:
+    """`state` with room for `capacity` vertices and twice as many faces (unused slots appended)."""
+    def pad(leaf, rows, fill=0):
+        return jnp.concatenate([leaf, jnp.full((rows - leaf.shape[0],) + leaf.shape[1:], fill, leaf.dtype)])
+
+    faces = 2 * capacity
+    return dataclasses.replace(
+        state, vertices=jax.tree_util.tree_map(lambda leaf: pad(leaf, capacity), state.vertices),
+        faces=pad(state.faces, faces), adjacency=pad(state.adjacency, faces),
+        normals=pad(state.normals, faces), distances=pad(state.distances, faces, jnp.inf),
+        valid=pad(state.valid, faces))
+
+
+def _face_simplex(state: EPAState, face) -> Simplex:
+    """Face `face` as a three-point `Simplex` with the origin's projection weights."""
+    corners = state.faces[face]
     vertices = jax.tree_util.tree_map(
         lambda leaf: jnp.concatenate([leaf[corners], jnp.zeros_like(leaf[:1])]), state.vertices)
     mask = jnp.array([True, True, True, False])

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
-from ._epa import epa, nearest_face_simplex
+from ._epa import epa
 from ._features import FeatureDim, feature_without_vertices
 from ._gjk import gjk
 from ._minkowski import RelativePair
@@ -129,8 +129,8 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         simplex_size = jnp.sum(simplex.mask)
         run_epa = cores_overlap & (simplex_size >= 2)
         epa_tol = config.epa_tolerance or epa_tolerance(dtype)
-        epa_state = epa(pair, simplex, max_iterations=config.max_epa_iterations or epa_iterations(dtype),
-                        tolerance=epa_tol, active=run_epa)
+        found = epa(pair, simplex, max_iterations=config.max_epa_iterations or epa_iterations(dtype),
+                    tolerance=epa_tol, active=run_epa)
         # The depth lies between the nearest face's distance and the least support-plane distance
         # seen, `upper_bound`, whose direction and support point give a translation that does separate
         # the cores, with witness points on the surfaces. Where EPA ran out of steps, they are the
@@ -139,21 +139,19 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         # face (its normal is only good to √gap) and give the values, while the face, which moves
         # with the shapes, gives the tangents.
         # Converged on polytopes (no gap), the face is exact and its witness points central.
-        nearest_distance = epa_state.distances[epa_state.nearest]
-        stopped_short = (epa_state.status == Status.MAX_ITERATIONS) & jnp.isfinite(epa_state.upper_bound)
-        rounding = 8 * epsilon(dtype) * jnp.max(jnp.abs(epa_state.vertices.point))
-        curved_gap = ((epa_state.status == Status.PENETRATING)
-                      & (epa_state.upper_bound - nearest_distance > rounding))
-        degenerate = (epa_state.status == Status.DEGENERATE) & jnp.isfinite(epa_state.upper_bound)
+        stopped_short = (found.status == Status.MAX_ITERATIONS) & jnp.isfinite(found.upper_bound)
+        rounding = 8 * epsilon(dtype) * found.size
+        gap = found.upper_bound - found.face_distance
+        curved_gap = (found.status == Status.PENETRATING) & (gap > rounding)
+        degenerate = (found.status == Status.DEGENERATE) & jnp.isfinite(found.upper_bound)
         use_best = run_epa & (stopped_short | curved_gap | degenerate)
         face_simplex = jax.tree_util.tree_map(
-            lambda best, face: jnp.where(stopped_short, best, face), _point_simplex(epa_state.best),
-            nearest_face_simplex(epa_state))
-        depth = jnp.maximum(jnp.where(use_best, epa_state.upper_bound, nearest_distance), 0)
-        face_normal = jnp.where(use_best, epa_state.best_normal, epa_state.normals[epa_state.nearest])
+            lambda best, face: jnp.where(stopped_short, best, face), _point_simplex(found.best), found.face)
+        depth = jnp.maximum(jnp.where(use_best, found.upper_bound, found.face_distance), 0)
+        face_normal = jnp.where(use_best, found.best_normal, found.face_normal)
         # EPA found D flat (a segment through the origin): depth 0 like a touching pair, GJK's simplex
         # gives the points, EPA the normal.
-        flat = run_epa & (epa_state.status == Status.INTERSECTING)
+        flat = run_epa & (found.status == Status.INTERSECTING)
         touch_normal = jnp.where(flat, -face_normal, touch_normal)
         point_mode = jnp.where(run_epa & ~flat, 1, jnp.where(cores_overlap, 2, 0))
         simplex = jax.tree_util.tree_map(
@@ -163,8 +161,8 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
                                   [-face_normal, touch_normal], normal_local)
         normal_kind = jnp.select([(point_mode == 1) & ~stopped_short, point_mode >= 1],
                                  [_NORMAL_FROM_FACE, _NORMAL_FIXED], normal_kind)
-        status = jnp.where(run_epa, epa_state.status, status)
-        iterations = iterations + jnp.where(run_epa, epa_state.iterations, 0)
+        status = jnp.where(run_epa, found.status, status)
+        iterations = iterations + jnp.where(run_epa, found.iterations, 0)
         epa_contact = point_mode == 1
     else:
         normal_local = jnp.where(cores_overlap & (core_norm == 0), touch_normal, normal_local)
@@ -192,8 +190,8 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
     point_b_core = pose_b.apply(simplex.weights @ simplex.points_b)
     if mode == _SIGNED:
         from_best = use_best & (point_mode == 1) & ~refined
-        point_a_core = jnp.where(from_best, pose_a.apply(epa_state.best.point_a), point_a_core)
-        point_b_core = jnp.where(from_best, pose_b.apply(epa_state.best.point_b), point_b_core)
+        point_a_core = jnp.where(from_best, pose_a.apply(found.best.point_a), point_a_core)
+        point_b_core = jnp.where(from_best, pose_b.apply(found.best.point_b), point_b_core)
     normal = pose_a.rotation_matrix() @ normal_local
     point_a = point_a_core + shape_a.margin() * normal
     point_b = point_b_core - shape_b.margin() * normal
@@ -211,7 +209,7 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
 
     no_feature = feature_without_vertices(FeatureDim.NONE)
     feature_a, feature_b = (
-        jax.tree_util.tree_map(lambda found, none: jnp.where(has_features, found, none),
+        jax.tree_util.tree_map(lambda held, none: jnp.where(has_features, held, none),
                                shape.feature(direction, feature_tol), no_feature)
         for shape, direction in ((shape_a, normal_local), (shape_b, -pair.rotation.T @ normal_local)))
 
