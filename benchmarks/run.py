@@ -271,7 +271,7 @@ def run_jaxgjk_ladder(spec, cases_by_pen: dict, query: str, dtype: str, sizes, a
         lowered = jax.jit(fn).lower(*jaxgjk_args(cases_by_pen[run_pens[0]],
                                                  np.arange(chunk_n), dtype))
         t1 = time.perf_counter()
-        exe = lowered.compile()
+        exe = lowered.compile(compiler_options=args.compiler_options or None)
         t2 = time.perf_counter()
         for pen in run_pens:
             case = cases_by_pen[pen]
@@ -530,7 +530,9 @@ def write_markdown(path: str, meta: dict, jrecs: list[dict], precs: list[dict],
          if max(meta['loadavg_start'], meta['loadavg_end']) > 0.75 * meta['cpu_count'] else ""))
     w("- peers: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()
                               if k not in ("jax", "jaxlib", "numpy")))
-    w(f"- jaxgjk: `jax.jit(jax.vmap(query))`, best of up to {meta['repeats']} runs "
+    w("- jaxgjk: `jax.jit(jax.vmap(query))`"
+      + "".join(f", compiled with `{k}={v}`" for k, v in meta.get("compiler_options", {}).items())
+      + f", best of up to {meta['repeats']} runs "
       f"(`block_until_ready`), compile (`lower` + `compile`) timed apart; batches above "
       f"{meta['chunk']} pairs run in chunks. Budget {meta['budget']:.0f} s per measurement: "
       "a larger batch is skipped when one run is predicted to exceed it; † = fewer than "
@@ -939,6 +941,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dispute-tol", type=float, default=1e-5,
                     help="float64 implementations agreeing within this trust the peers' median")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compiler-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="XLA option for jaxgjk's compiles, e.g. xla_cpu_experimental_ynn_fusion_type= "
+                         "(repeatable)")
     ap.add_argument("--chunk", type=int, default=65536)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -946,6 +951,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tag", default=None, help="file stem (default cpu / cpu-quick / cpu-full)")
     ap.add_argument("--no-plots", action="store_true")
     args = ap.parse_args(argv)
+    args.compiler_options = dict(option.split("=", 1) for option in args.compiler_option)
 
     mode_name = "quick" if args.quick else "full" if args.full else "default"
     mode_cfg = MODES[mode_name]
@@ -1065,6 +1071,7 @@ def main(argv=None) -> int:
                 python=sys.version.split()[0], versions=P.peer_versions(),
                 jaxgjk_version=jg.__version__, jaxgjk_source=source_id, loadavg_start=load_start,
                 loadavg_end=os.getloadavg()[0], total_s=total, repeats=args.repeats,
+                compiler_options=args.compiler_options,
                 budget=args.budget, mjx_budget=args.mjx_budget, chunk=args.chunk,
                 peer_n=args.peer_n if peers else 0, acc_n=args.acc_n, seed=args.seed,
                 case_n=max_n, dispute_tol=args.dispute_tol, arbiter_n=args.arbiter_n,
