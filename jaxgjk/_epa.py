@@ -34,7 +34,7 @@ from ._tolerance import epsilon, power_of_two_scale
 from ._vector import dot, largest_abs
 
 RUNNING = -1
-FIRST_STEPS = 24  # steps on small arrays before the full capacity (see `epa`)
+_FIRST_STEPS = 24  # steps on small arrays before the full capacity (see `epa`)
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
 
@@ -308,13 +308,11 @@ class EPAResult:
     size: jnp.ndarray
 
 
-def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance: float, active,
-        first_steps: int = FIRST_STEPS) -> EPAResult:
+def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance: float,
+        active) -> EPAResult:
     """Run EPA from GJK's final `simplex` (origin enclosed or touched) where `active` (() bool); the
-    result is all zeros elsewhere, and a batch with no active pair skips EPA altogether. The first
-    `first_steps` steps run on arrays sized for them (0: all on the full ones); the loop body is then
-    compiled twice."""
-    first_steps = min(max_iterations, first_steps or max_iterations)
+    result is all zeros elsewhere, and a batch with no active pair skips EPA altogether."""
+    first_steps = min(max_iterations, _FIRST_STEPS)
     max_horizon = 32
 
     def keep_going(steps: int, state: EPAState):

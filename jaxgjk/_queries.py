@@ -16,11 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
-from ._epa import FIRST_STEPS, epa
+from ._epa import epa
 from ._features import FeatureDim, feature_without_vertices
 from ._gjk import gjk
 from ._minkowski import RelativePair
-from ._packed import Packed
 from ._pose import Pose, normalized_quaternion
 from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
@@ -130,12 +129,8 @@ def _solve(config: Config, mode: str, shape_a, pose_a, shape_b, pose_b, warm_sta
         simplex_size = jnp.sum(simplex.mask)
         run_epa = cores_overlap & (simplex_size >= 2)
         epa_tol = config.epa_tolerance or epa_tolerance(dtype)
-        # A packed shape's support evaluates every kind it may hold, so its EPA body is large to
-        # compile (float64 jacfwd of 128 mixed pairs: 45-47 s with one EPA body, 49 s with two, on
-        # 2 cores), and such kernels are compiled often (per set of kinds): one phase.
-        packed = isinstance(shape_a, Packed) or isinstance(shape_b, Packed)
         found = epa(pair, simplex, max_iterations=config.max_epa_iterations or epa_iterations(dtype),
-                    tolerance=epa_tol, active=run_epa, first_steps=0 if packed else FIRST_STEPS)
+                    tolerance=epa_tol, active=run_epa)
         # The depth lies between the nearest face's distance and the least support-plane distance
         # seen, `upper_bound`, whose direction and support point give a translation that does separate
         # the cores, with witness points on the surfaces. Where EPA ran out of steps, they are the
