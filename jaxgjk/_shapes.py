@@ -16,24 +16,8 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
-from ._tolerance import float_dtype, power_of_two_scale
-from ._vector import dot, largest_abs
-
-
-def unit_vector(vector):
-    """`vector` (..., 3) / its norm, and zero where its largest |component| is below √(least normal
-    float) (1e-19 float32, 1e-154 float64; below that the derivative, ∝ 1/|x|², would overflow).
-
-    Scale-invariant: the vector is first scaled by a power of two that brings its largest component
-    near 1 (exact, so the result is bit-for-bit x/|x| wherever |x|² is representable), so a direction
-    of any length (GJK's v shrinks to ~eps·size near contact, 1e-12 for millimetre shapes in float32)
-    gives its unit vector; |x|² itself would underflow there. NaN-free in reverse mode (double where).
-    """
-    largest = largest_abs(vector)[..., None]
-    is_nonzero = largest >= float(jnp.finfo(vector.dtype).tiny) ** 0.5
-    scaled = vector * power_of_two_scale(jnp.where(is_nonzero, largest, 1))[0]
-    norm_sq = dot(scaled, scaled)[..., None]  # in [1, 12] where nonzero
-    return jnp.where(is_nonzero, scaled / jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1)), 0)
+from ._tolerance import float_dtype
+from ._vector import unit_vector
 
 
 def check_array(name: str, value, shape: tuple, *, floating: bool = True) -> None:
@@ -510,3 +494,42 @@ class ConvexHull(Shape):
             if not isinstance(shape, Shape):
                 raise TypeError(f"{name}.shapes[{index}] must be a shape, got {type(shape).__name__}")
             shape.check(f"{name}.shapes[{index}]")
+
+
+@pytree_dataclass
+class HalfSpace(Shape):
+    """The half-space z ≤ 0 of its local frame: boundary plane z = 0, outward normal +z (a floor, a
+    table top, a wall, placed by its pose like every shape). It has no fields.
+
+    Unbounded, so its support exists only along +z, where every point of the boundary plane is a
+    maximiser: `support` returns the origin there (and, for `core_support_near`, the hint's projection
+    onto the plane), and a point at infinity (infinite components) along any other direction. Queries
+    never run GJK on it: the signed distance of any shape to a half-space is exact from that shape's
+    one support point along the plane's normal (`_colliders`). Pairs that would need a bounded support
+    — two half-spaces, or a `ConvexHull` or `MinkowskiSum` holding one — raise at trace time.
+    """
+
+    def core_support(self, direction):
+        horizontal = jnp.where(direction[:2] > 0, jnp.inf, jnp.where(direction[:2] < 0, -jnp.inf, 0))
+        downward = jnp.all(direction[:2] == 0) & (direction[2] < 0)
+        return jnp.concatenate([horizontal, jnp.where(downward, -jnp.inf, 0)[None]]).astype(direction.dtype)
+
+    def core_support_near(self, direction, hint):
+        along_normal = jnp.all(direction[:2] == 0) & (direction[2] > 0)
+        return jnp.where(along_normal, hint.at[2].set(0), self.core_support(direction))
+
+    def margin(self):
+        # Weakly typed, so that it takes the dtype of whatever it meets (a half-space has no fields).
+        return jnp.asarray(0.0)
+
+    def may_curve(self):
+        return False
+
+    def core_feature(self, direction, relative_tolerance):
+        return feature_without_vertices(FeatureDim.FACE)
+
+    def is_valid(self):
+        return jnp.asarray(True)
+
+    def check(self, name):
+        del name
