@@ -28,6 +28,7 @@ from ._shapes import Cone as Cone
 from ._shapes import ConvexHull as ConvexHull
 from ._shapes import Cylinder as Cylinder
 from ._shapes import Ellipsoid as Ellipsoid
+from ._shapes import HalfSpace as HalfSpace
 from ._shapes import MinkowskiSum as MinkowskiSum
 from ._shapes import Polytope as Polytope
 from ._shapes import Rounded as Rounded

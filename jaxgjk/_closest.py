@@ -27,6 +27,15 @@ def point_segment(point, start, end):
     return jnp.clip(_safe_ratio(dot(point - start, direction), dot(direction, direction)), 0, 1)
 
 
+def nearly_parallel(direction_p, direction_q):
+    """Whether two directions (3,) are parallel to within rounding: |p × q| ≤ 16 eps |p| |q| (then the
+    closest points of segments along them are not unique to rounding, and their parallelogram of
+    differences is flat to rounding). Zero directions count as parallel."""
+    normal = jnp.cross(direction_p, direction_q)
+    bound = 16 * epsilon(jnp.result_type(direction_p))
+    return dot(normal, normal) <= bound**2 * dot(direction_p, direction_p) * dot(direction_q, direction_q)
+
+
 def segment_segment(start_p, end_p, start_q, end_q):
     """Parameters (s, t) () in [0, 1] of a closest pair P(s), Q(t) of the segments P = [start_p, end_p]
     and Q = [start_q, end_q] (3,) each: P(s) = start_p + s (end_p − start_p).
@@ -44,14 +53,12 @@ def segment_segment(start_p, end_p, start_q, end_q):
     a, e, b = dot(d_p, d_p), dot(d_q, d_q), dot(d_p, d_q)
     c, f = dot(d_p, offset), dot(d_q, offset)
     normal = jnp.cross(d_p, d_q)
-    sine_sq_scaled = dot(normal, normal)  # a e sin² of the angle between them
-    parallel = sine_sq_scaled <= (16 * epsilon(jnp.result_type(start_p))) ** 2 * a * e
-    s_skew = jnp.clip(_safe_ratio(dot(normal, jnp.cross(d_q, offset)), sine_sq_scaled), 0, 1)
+    s_skew = jnp.clip(_safe_ratio(dot(normal, jnp.cross(d_q, offset)), dot(normal, normal)), 0, 1)
     # Parallel: the interval of P's parameter lying over Q (projections of Q's ends onto P's line).
     s_q0, s_q1 = _safe_ratio(-c, a), _safe_ratio(b - c, a)
     low = jnp.clip(jnp.minimum(s_q0, s_q1), 0, 1)
     high = jnp.clip(jnp.maximum(s_q0, s_q1), 0, 1)
-    s = jnp.where(parallel, (low + high) / 2, s_skew)
+    s = jnp.where(nearly_parallel(d_p, d_q), (low + high) / 2, s_skew)
     t = jnp.clip(_safe_ratio(b * s + f, e), 0, 1)
     s = jnp.clip(_safe_ratio(b * t - c, a), 0, 1)
     return s, t

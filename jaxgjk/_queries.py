@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 
+from ._colliders import check_half_spaces
 from ._contact import QueryMode
 from ._pose import Pose
 from ._result import Config, DistanceResult, Simplex, Status
@@ -27,6 +28,7 @@ def _check_inputs(shape_a, pose_a, shape_b, pose_b) -> None:
             raise TypeError(f"{name} must be a jaxgjk.Pose, got {type(pose).__name__}")
         check_array(f"{name}.translation", pose.translation, (3,))
         check_array(f"{name}.rotation", pose.rotation, (4,))
+    check_half_spaces(shape_a, shape_b)
 
 
 def distance(a, pose_a, b, pose_b, *, config: Config | None = None, warm_start: Simplex | None = None,

@@ -1,7 +1,8 @@
 """One query's primal solution, in named stages (A's frame until the last one).
 
 1. `prepare`: one dtype, run-time validity, invalid inputs replaced by finite ones, B placed in A's frame.
-2. `gjk_contact`: GJK on the cores; for signed queries, `epa_contact` where the cores overlap.
+2. a contact of the cores: from a specialised solver where the pair's kinds have one (`_colliders`),
+   else `gjk_contact` (GJK) and, for signed queries, `epa_contact` where the cores overlap, then
 3. `refined_contact`: Newton steps on the normal where a curved core holds the contact (`_refine`).
 4. `world_result`: the margins, the world frame, the final status, the closest features, and the
    documented placeholders for invalid input.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ._colliders import for_mode, specialised_contact
 from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
 from ._epa import epa
@@ -288,9 +290,14 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
           distance_upper_bound) -> Solution:
     """The primal solution of one query on one pair (the stages above, in order)."""
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
-    contact = gjk_contact(config, mode, prepared, warm_start, distance_upper_bound)
-    if mode is QueryMode.SIGNED:
-        contact = epa_contact(config, prepared, contact)
-    contact, response = refined_contact(config, mode, prepared, contact)
+    contact = specialised_contact(config.specialised, prepared.pair)
+    if contact is not None:
+        margin = prepared.shape_a.margin() + prepared.shape_b.margin()
+        contact, response = for_mode(contact, mode, margin, distance_upper_bound), None
+    else:
+        contact = gjk_contact(config, mode, prepared, warm_start, distance_upper_bound)
+        if mode is QueryMode.SIGNED:
+            contact = epa_contact(config, prepared, contact)
+        contact, response = refined_contact(config, mode, prepared, contact)
     result, tangent_scale = world_result(config, mode, prepared, contact)
     return Solution(result, contact.normal_kind.astype(jnp.int32), tangent_scale, response)
