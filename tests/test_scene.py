@@ -1,0 +1,123 @@
+"""`nearby_pairs` (broadphase, then the query on its candidates) against the dense all-pairs query:
+the same pairs within the margin, the same results, padding that cannot be mistaken for a pair."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from reference import capsule_capsule, capsule_endpoints, sphere_box
+from shape_samples import PRIMITIVE_KINDS, random_shape
+
+import jaxgjk as jg
+
+
+def stored(found):
+    """(index_a, index_b, result) of the pairs stored, and the padding's result, as NumPy."""
+    count = int(found.count)
+    assert not found.overflow and count <= found.index_a.shape[0]
+    take = lambda part: jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[part], found.result)  # noqa: E731
+    return (np.asarray(found.index_a[:count]), np.asarray(found.index_b[:count]), take(slice(0, count)),
+            take(slice(count, None)))
+
+
+def assert_padding(found, padding):
+    count = int(found.count)
+    assert np.all(np.asarray(found.index_a[count:]) == -1) and np.all(np.asarray(found.index_b[count:]) == -1)
+    if isinstance(padding, jg.DistanceResult):
+        assert np.all(padding.distance == np.inf) and np.all(padding.status == jg.Status.BOUND_EXCEEDED)
+        assert np.all(padding.feature_a.dimension == jg.FeatureDim.NONE)
+        assert np.all(padding.point_a == 0) and np.all(padding.normal == 0)
+    else:
+        assert not np.any(padding)
+
+
+def test_nearby_distance_finds_the_pairs_of_the_all_pairs_distance(rng):
+    # Mixed kinds and sizes (0.005 to 2) in a 3-unit box; far off, two cubes exactly `margin` apart
+    # and two spheres 0.1 apart (closed forms that check each pair gets its own shapes and poses).
+    margin = 0.25
+    sizes = rng.choice([5e-3, 0.3, 2.0], p=[0.3, 0.6, 0.1], size=38)
+    primitives = [random_shape(PRIMITIVE_KINDS[i % 7], rng, size=size) for i, size in enumerate(sizes)]
+    primitives += [jg.Box(jnp.full(3, 0.5))] * 2 + [jg.Sphere(jnp.asarray(0.5)), jg.Sphere(jnp.asarray(1.0))]
+    far_off = [[20.0, 0, 0], [21.25, 0, 0], [0, 20, 0], [0, 20, 1.6]]
+    centres = np.concatenate([rng.uniform(0, 3, (38, 3)), far_off])
+    rotations = np.concatenate([rng.normal(size=(38, 4)), rng.normal(size=(4, 4))])
+    rotations[38:40] = [1.0, 0, 0, 0]
+    shapes, poses = jg.pack(primitives), jg.Pose(jnp.asarray(centres), jnp.asarray(rotations))
+    # The reference: every pair, without a bound (an infinite margin; the same compiled kernel).
+    all_pairs = 42 * 41 // 2
+    dense = jg.nearby_pairs(jg.distance, shapes, poses, margin=np.inf, capacity=all_pairs)
+    assert int(dense.count) == all_pairs and np.all(np.asarray(dense.result.status) <= jg.Status.INTERSECTING)
+    reference = np.full((42, 42), np.inf)
+    reference[np.asarray(dense.index_a), np.asarray(dense.index_b)] = np.asarray(dense.result.distance)
+    assert abs(reference[38, 39] - margin) < 1e-15 and abs(reference[40, 41] - 0.1) < 1e-15
+
+    found = jg.nearby_pairs(jg.distance, shapes, poses, margin=margin, capacity=all_pairs)
+    index_a, index_b, result, padding = stored(found)
+    assert_padding(found, padding)
+    assert int(found.count) < all_pairs / 3
+    near = result.distance <= margin
+    pairs = set(zip(index_a[near].tolist(), index_b[near].tolist(), strict=True))
+    assert pairs == set(zip(*np.nonzero(reference <= margin), strict=True)) and len(pairs) > 20
+    np.testing.assert_allclose(result.distance[near], reference[index_a[near], index_b[near]], rtol=0,
+                               atol=1e-12)
+    # The others are beyond the margin; those stopped at the bound report a lower bound.
+    beyond = ~near
+    assert np.all(np.isin(result.status[beyond], [jg.Status.SEPARATED, jg.Status.BOUND_EXCEEDED]))
+    assert np.all(result.distance[beyond] <= reference[index_a[beyond], index_b[beyond]] + 1e-12)
+
+
+def one(tree, index):
+    return jax.tree_util.tree_map(lambda leaf: leaf[index], tree)
+
+
+def test_nearby_intersect_between_two_sets_and_retry_on_overflow(rng):
+    boxes = jg.Box(jnp.asarray(rng.uniform(0.1, 0.5, (30, 3)), jnp.float32))
+    box_poses = jg.Pose(jnp.asarray(rng.uniform(0, 3, (30, 3)), jnp.float32),
+                        jnp.asarray(rng.normal(size=(30, 4)), jnp.float32))
+    sphere = jg.Sphere(jnp.asarray(0.3, jnp.float32))
+    centres = rng.uniform(0, 3, (20, 3))
+    sphere_poses = jg.Pose(jnp.asarray(centres, jnp.float32),
+                           jnp.tile(jnp.array([1.0, 0, 0, 0], jnp.float32), (20, 1)))
+    found = jg.retry_on_overflow(jg.nearby_pairs, jg.intersect, boxes, box_poses, margin=0.0, capacity=8,
+                                 shapes_b=sphere, poses_b=sphere_poses)
+    assert found.index_a.shape[0] >= 16
+    index_a, index_b, result, padding = stored(found)
+    assert_padding(found, padding)
+    # Closed form (float64) of every pair; float32 decides pairs more than 1e-5 from touching.
+    reference = np.array([[sphere_box(centres[j], 0.3, boxes.half_extents[i], one(box_poses, i))["distance"]
+                           for j in range(20)] for i in range(30)])
+    overlapping = set(zip(index_a[result].tolist(), index_b[result].tolist(), strict=True))
+    assert set(zip(*np.nonzero(reference < -1e-5), strict=True)) <= overlapping
+    assert overlapping <= set(zip(*np.nonzero(reference < 1e-5), strict=True)) and len(overlapping) > 10
+
+
+def test_nearby_signed_distance_batched_over_environments(rng):
+    # Environments of 12 capsules (a robot's links, say) sharing their shapes; links 0-1 and 1-2 may
+    # not collide (adjacent), the rest may.
+    radii, half_lengths = rng.uniform(0.05, 0.2, 12), rng.uniform(0.1, 0.4, 12)
+    capsules = jg.Capsule(jnp.asarray(radii), jnp.asarray(half_lengths))
+    environments = 4
+    poses = jg.Pose(jnp.asarray(rng.uniform(0, 1.5, (environments, 12, 3))),
+                    jnp.asarray(rng.normal(size=(environments, 12, 4))))
+    allowed = np.ones((12, 12), bool)
+    allowed[0, 1] = allowed[1, 0] = allowed[1, 2] = allowed[2, 1] = False
+    margin = 0.05
+    batched = jax.jit(jax.vmap(lambda pose: jg.nearby_pairs(jg.signed_distance, capsules, pose, margin=margin,
+                                                            capacity=64, allowed=allowed)))(poses)
+    assert batched.index_a.shape == (environments, 64) and batched.result.distance.shape == (environments, 64)
+    penetrating = 0
+    for environment in range(environments):
+        found, pose = one(batched, environment), one(poses, environment)
+        index_a, index_b, result, padding = stored(found)
+        assert_padding(found, padding)
+        ends = [capsule_endpoints(one(capsules, i), one(pose, i)) for i in range(12)]
+        reference = np.full((12, 12), np.inf)
+        for a in range(12):
+            for b in range(a + 1, 12):
+                if allowed[a, b]:
+                    reference[a, b] = capsule_capsule(*ends[a], radii[a], *ends[b], radii[b])["distance"]
+        near = result.distance <= margin
+        pairs = set(zip(index_a[near].tolist(), index_b[near].tolist(), strict=True))
+        assert pairs == set(zip(*np.nonzero(reference <= margin), strict=True))
+        np.testing.assert_allclose(result.distance[near], reference[index_a[near], index_b[near]], atol=1e-9)
+        penetrating += int(np.sum(result.distance < 0))
+    assert penetrating > 3
