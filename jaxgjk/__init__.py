@@ -26,6 +26,7 @@ from ._result import Simplex as Simplex
 from ._result import Status as Status
 from ._scene import NearbyPairs as NearbyPairs
 from ._scene import nearby_pairs as nearby_pairs
+from ._scene import nearby_pairs_batched as nearby_pairs_batched
 from ._scene import retry_on_overflow as retry_on_overflow
 from ._shapes import Affine as Affine
 from ._shapes import Box as Box

@@ -20,11 +20,14 @@ from ._result import DistanceResult, Status
 
 @pytree_dataclass
 class NearbyPairs:
-    """The candidate pairs of a scene with the query's result for each (leading batch axes first).
+    """The candidate pairs of one scene or of a batch of scenes, with the query's result for each.
 
     Fields:
-        index_a, index_b: (capacity,) int32 the pairs (as `CandidatePairs`), −1 in the padding.
-        count: () int32 number of candidate pairs found (more than capacity when some did not fit).
+        scene: (capacity,) int32 the scene of each pair (0 for `nearby_pairs`), −1 in the padding.
+        index_a, index_b: (capacity,) int32 the pairs within their scene (as `CandidatePairs`), −1 in
+            the padding.
+        count: () int32 number of candidate pairs found, over all scenes (more than capacity when some
+            did not fit).
         overflow: () bool, ``count > capacity``: candidates were left out (`retry_on_overflow`).
         result: the query's result for each slot, leading axis (capacity,). Padding slots hold a
             result that cannot be mistaken for a pair: `distance` +inf with status BOUND_EXCEEDED,
@@ -32,6 +35,7 @@ class NearbyPairs:
             (any other query).
     """
 
+    scene: jnp.ndarray
     index_a: jnp.ndarray
     index_b: jnp.ndarray
     count: jnp.ndarray
@@ -50,8 +54,29 @@ def _padding(result):
                                feature_a=none, feature_b=none)
 
 
-def _pick(tree, index, shared: bool):
-    return tree if shared else jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[index], tree)
+def _take(tree, index):
+    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[index], tree)
+
+
+# How a set's shapes are laid out: one shape for every pose, a stack (N, ...), a stack per scene.
+_SHARED, _STACK, _PER_SCENE = "shared", "stack", "per scene"
+
+
+def _layout(shapes) -> str:
+    if is_shared(shapes):
+        return _SHARED
+    if is_shared(_take(shapes, 0)):
+        return _STACK
+    if is_shared(_take(_take(shapes, 0), 0)):
+        return _PER_SCENE
+    raise ValueError("shapes must be one shape, a stack of N (leading axis N on every leaf) or a stack per "
+                     "scene (leading axes (S, N))")
+
+
+def _member(shapes, layout: str, scene, index):
+    """Object `index` of `scene` (one shape) from shapes laid out as `layout`."""
+    shapes = _take(shapes, scene) if layout == _PER_SCENE else shapes
+    return shapes if layout == _SHARED else _take(shapes, index)
 
 
 def nearby_pairs(query, shapes, poses, *, margin, capacity: int, shapes_b=None, poses_b=None,
@@ -61,8 +86,8 @@ def nearby_pairs(query, shapes, poses, *, margin, capacity: int, shapes_b=None, 
     `jg.distance` runs with ``distance_upper_bound=margin``, so candidates farther apart stop early
     with status BOUND_EXCEEDED (their distance a lower bound above the margin); `signed_distance` and
     `intersect` run in full. The pairs within the margin are those with ``result.distance <= margin``
-    (for `intersect`: the overlapping ones are True). Batch over scenes (environments) with
-    `jax.vmap`, e.g. ``in_axes=(None, 0)`` for shared shapes and per-scene poses.
+    (for `intersect`: the overlapping ones are True). For many scenes (environments) use
+    `nearby_pairs_batched`, whose scenes share one pool of `capacity` slots.
 
     Args:
         query: `jg.distance`, `jg.signed_distance`, `jg.intersect`, or any function of
@@ -74,6 +99,38 @@ def nearby_pairs(query, shapes, poses, *, margin, capacity: int, shapes_b=None, 
         `NearbyPairs`: the candidates and, with a leading axis (capacity,), the query's results.
     """
     check_scene_arguments(margin, capacity, shapes_b, poses_b)
+    one_scene = functools.partial(jax.tree_util.tree_map, lambda leaf: jnp.asarray(leaf)[None])
+    return _nearby_pairs(query, shapes, one_scene(poses), margin=margin, capacity=int(capacity),
+                         shapes_b=shapes_b, poses_b=one_scene(poses_b), allowed=allowed, groups=groups,
+                         groups_b=groups_b, config=config)
+
+
+def nearby_pairs_batched(query, shapes, poses, *, margin, capacity: int, shapes_b=None, poses_b=None,
+                         allowed=None, groups=None, groups_b=None, config=None) -> NearbyPairs:
+    """`nearby_pairs` over S scenes (environments) at once, their pairs in one pool of `capacity` slots.
+
+    The broadphase runs per scene (`jax.vmap`); the candidates of all scenes are then gathered into
+    `capacity` slots and the query runs once over them, so the slots a batch needs follow the total
+    number of candidates, not S times the most any scene has (as with `jax.vmap(nearby_pairs)`).
+    Per-scene reductions: ``jax.ops.segment_min(found.result.distance, found.scene, S)`` (padding
+    goes to segment −1, which segment ops drop, and its distance is +inf).
+
+    Args:
+        query, margin, allowed, groups, groups_b, config: as `nearby_pairs` (masks and groups shared
+            by all scenes).
+        shapes: one shape, a stack of N shared by the scenes (leading axis N), or a stack per scene
+            (leading axes (S, N)).
+        poses: `Pose` with translation (S, N, 3), rotation (S, N, 4).
+        capacity: static int, the slots for all scenes together.
+        shapes_b, poses_b: a second set per scene (poses (S, M)), for the pairs A × B.
+    Returns:
+        `NearbyPairs`, `scene` saying which scene each pair belongs to; `count` over all scenes.
+    """
+    check_scene_arguments(margin, capacity, shapes_b, poses_b)
+    for name, pose in (("poses", poses), ("poses_b", poses_b)):
+        if pose is not None and np.ndim(pose.translation) != 3:
+            raise ValueError(f"{name} must have leading axes (scenes, objects): translation (S, N, 3), got "
+                             f"{np.shape(pose.translation)}")
     return _nearby_pairs(query, shapes, poses, margin=margin, capacity=int(capacity), shapes_b=shapes_b,
                          poses_b=poses_b, allowed=allowed, groups=groups, groups_b=groups_b, config=config)
 
@@ -81,43 +138,64 @@ def nearby_pairs(query, shapes, poses, *, margin, capacity: int, shapes_b=None, 
 @functools.partial(jax.jit, static_argnames=("query", "capacity", "config"))
 def _nearby_pairs(query, shapes, poses, *, margin, capacity, shapes_b, poses_b, allowed, groups, groups_b,
                   config) -> NearbyPairs:
-    candidates = candidate_pairs(shapes, poses, margin=margin, capacity=capacity, shapes_b=shapes_b,
-                                 poses_b=poses_b, allowed=allowed, groups=groups, groups_b=groups_b)
+    """The work of both entry points: poses have a leading scene axis (S, N)."""
+    num_scenes, num_a = np.shape(poses.translation)[:2]
+    layout_a = _layout(shapes)
     one_set = shapes_b is None
+    layout_b = layout_a if one_set else _layout(shapes_b)
+    num_b = num_a if one_set else np.shape(poses_b.translation)[1]
+    possible = num_a * (num_a - 1) // 2 if one_set else num_a * num_b
+
+    # Per scene, the broadphase; then the stored pairs of all scenes into the `capacity` slots.
+    def scene_candidates(shapes, poses, shapes_b, poses_b):
+        return candidate_pairs(shapes, poses, margin=margin, capacity=max(1, min(capacity, possible)),
+                               shapes_b=shapes_b, poses_b=poses_b, allowed=allowed, groups=groups,
+                               groups_b=groups_b)
+
+    axes = (0 if layout_a == _PER_SCENE else None, 0, 0 if layout_b == _PER_SCENE else None, 0)
+    per_scene = jax.vmap(scene_candidates, in_axes=axes)(shapes, poses, shapes_b, poses_b)
+    stored = (per_scene.index_a >= 0).reshape(-1)
+    position = jnp.cumsum(stored, dtype=jnp.int32) - 1
+    target = jnp.where(stored & (position < capacity), position, capacity)
+
+    def slots(values):
+        return jnp.full(capacity, -1, jnp.int32).at[target].set(values.reshape(-1), mode="drop")
+
+    scene = slots(jnp.broadcast_to(jnp.arange(num_scenes, dtype=jnp.int32)[:, None], per_scene.index_a.shape))
+    index_a, index_b = slots(per_scene.index_a), slots(per_scene.index_b)
+    count = jnp.sum(per_scene.count)
+
     shapes_b, poses_b = (shapes, poses) if one_set else (shapes_b, poses_b)
-    shared_a, shared_b = is_shared(shapes), is_shared(shapes_b)
     options = {} if config is None else {"config": config}
     if query is distance:
         options["distance_upper_bound"] = margin
-
-    # Padding slots evaluate the first object of each set with B moved clear of A along x (beyond the
-    # margin), which costs one early-exiting GJK run and never starts EPA.
-    stand_in_a = _pick(shapes, 0, shared_a), _pick(poses, 0, False)
-    stand_in_b = _pick(shapes_b, 0, shared_b), _pick(poses_b, 0, False)
+    # Padding slots evaluate the first object of each set of scene 0 with B moved clear of A along x
+    # (beyond the margin), which costs one early-exiting GJK run and never starts EPA.
+    stand_in_a = _member(shapes, layout_a, 0, 0), _take(poses, (0, 0))
+    stand_in_b = _member(shapes_b, layout_b, 0, 0), _take(poses_b, (0, 0))
     (_, upper_a), (lower_b, _) = aabb(*stand_in_a), aabb(*stand_in_b)
     clearance = upper_a[0] - lower_b[0] + 2 * margin + 1
     clearance = jnp.where(jnp.isfinite(clearance), clearance, 0)
     moved_b = Pose(stand_in_b[1].translation.at[0].add(clearance), stand_in_b[1].rotation)
 
-    def one(index_a, index_b):
+    def one(scene, index_a, index_b):
         is_pair = index_a >= 0
-        pose_b = _pick(poses_b, jnp.maximum(index_b, 0), False)
-        pose_b = jax.tree_util.tree_map(lambda real, clear: jnp.where(is_pair, real, clear), pose_b, moved_b)
-        result = query(_pick(shapes, jnp.maximum(index_a, 0), shared_a),
-                       _pick(poses, jnp.maximum(index_a, 0), False),
-                       _pick(shapes_b, jnp.maximum(index_b, 0), shared_b), pose_b, **options)
+        scene, index_a, index_b = (jnp.maximum(index, 0) for index in (scene, index_a, index_b))
+        pose_b = jax.tree_util.tree_map(lambda real, clear: jnp.where(is_pair, real, clear),
+                                        _take(poses_b, (scene, index_b)), moved_b)
+        result = query(_member(shapes, layout_a, scene, index_a), _take(poses, (scene, index_a)),
+                       _member(shapes_b, layout_b, scene, index_b), pose_b, **options)
         return jax.tree_util.tree_map(lambda real, pad: jnp.where(is_pair, real, pad), result,
                                       _padding(result))
 
-    result = jax.vmap(one)(candidates.index_a, candidates.index_b)
-    return NearbyPairs(candidates.index_a, candidates.index_b, candidates.count, candidates.overflow,
-                       result)
+    return NearbyPairs(scene, index_a, index_b, count, count > capacity,
+                       jax.vmap(one)(scene, index_a, index_b))
 
 
 def retry_on_overflow(function, *args, capacity: int, **kwargs):
     """``function(*args, capacity=capacity, **kwargs)``, called again with a larger capacity while
-    its result's `overflow` is set anywhere (outside `jit`; for `candidate_pairs`, `nearby_pairs` or
-    a jitted, vmapped wrapper of them that takes ``capacity=``).
+    its result's `overflow` is set anywhere (outside `jit`; for `candidate_pairs`, `nearby_pairs`,
+    `nearby_pairs_batched`, or a jitted or vmapped wrapper of them that takes ``capacity=``).
 
     The new capacity is the next power of two at or above the largest `count` (at least double the
     last), so one retry usually suffices and repeated calls reuse a few compiled sizes.

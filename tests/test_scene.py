@@ -11,12 +11,13 @@ import jaxgjk as jg
 
 
 def stored(found):
-    """(index_a, index_b, result) of the pairs stored, and the padding's result, as NumPy."""
+    """(scene, index_a, index_b, result) of the pairs stored, and the padding's result, as NumPy."""
     count = int(found.count)
     assert not found.overflow and count <= found.index_a.shape[0]
     take = lambda part: jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[part], found.result)  # noqa: E731
-    return (np.asarray(found.index_a[:count]), np.asarray(found.index_b[:count]), take(slice(0, count)),
-            take(slice(count, None)))
+    indices = (found.scene, found.index_a, found.index_b)
+    scene, index_a, index_b = (np.asarray(index[:count]) for index in indices)
+    return scene, index_a, index_b, take(slice(0, count)), take(slice(count, None))
 
 
 def assert_padding(found, padding):
@@ -51,7 +52,7 @@ def test_nearby_distance_finds_the_pairs_of_the_all_pairs_distance(rng):
     assert abs(reference[38, 39] - margin) < 1e-15 and abs(reference[40, 41] - 0.1) < 1e-15
 
     found = jg.nearby_pairs(jg.distance, shapes, poses, margin=margin, capacity=all_pairs)
-    index_a, index_b, result, padding = stored(found)
+    _, index_a, index_b, result, padding = stored(found)
     assert_padding(found, padding)
     assert int(found.count) < all_pairs / 3
     near = result.distance <= margin
@@ -80,7 +81,7 @@ def test_nearby_intersect_between_two_sets_and_retry_on_overflow(rng):
     found = jg.retry_on_overflow(jg.nearby_pairs, jg.intersect, boxes, box_poses, margin=0.0, capacity=8,
                                  shapes_b=sphere, poses_b=sphere_poses)
     assert found.index_a.shape[0] >= 16
-    index_a, index_b, result, padding = stored(found)
+    _, index_a, index_b, result, padding = stored(found)
     assert_padding(found, padding)
     # Closed form (float64) of every pair; float32 decides pairs more than 1e-5 from touching.
     reference = np.array([[sphere_box(centres[j], 0.3, boxes.half_extents[i], one(box_poses, i))["distance"]
@@ -88,36 +89,47 @@ def test_nearby_intersect_between_two_sets_and_retry_on_overflow(rng):
     overlapping = set(zip(index_a[result].tolist(), index_b[result].tolist(), strict=True))
     assert set(zip(*np.nonzero(reference < -1e-5), strict=True)) <= overlapping
     assert overlapping <= set(zip(*np.nonzero(reference < 1e-5), strict=True)) and len(overlapping) > 10
+    # Under vmap (each scene with its own capacity): the same, and nothing where the boxes moved away.
+    moved = jg.Pose(box_poses.translation + jnp.array([100.0, 0, 0], jnp.float32), box_poses.rotation)
+    twice = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), box_poses, moved)
+    batched = jax.jit(jax.vmap(lambda pose: jg.nearby_pairs(
+        jg.intersect, boxes, pose, margin=0.0, capacity=found.index_a.shape[0], shapes_b=sphere,
+        poses_b=sphere_poses)))(twice)
+    for scene, expected in ((0, overlapping), (1, set())):
+        _, index_a, index_b, result, padding = stored(one(batched, scene))
+        assert_padding(one(batched, scene), padding)
+        assert set(zip(index_a[result].tolist(), index_b[result].tolist(), strict=True)) == expected
 
 
-def test_nearby_signed_distance_batched_over_environments(rng):
-    # Environments of 12 capsules (a robot's links, say) sharing their shapes; links 0-1 and 1-2 may
-    # not collide (adjacent), the rest may.
-    radii, half_lengths = rng.uniform(0.05, 0.2, 12), rng.uniform(0.1, 0.4, 12)
+def test_nearby_signed_distance_over_a_batch_of_scenes(rng):
+    # Scenes of 12 capsules (a robot's links, say), their sizes varying from scene to scene; links 0-1
+    # and 1-2 may not collide (adjacent), the rest may.
+    scenes = 4
+    radii, half_lengths = rng.uniform(0.05, 0.2, (scenes, 12)), rng.uniform(0.1, 0.4, (scenes, 12))
     capsules = jg.Capsule(jnp.asarray(radii), jnp.asarray(half_lengths))
-    environments = 4
-    poses = jg.Pose(jnp.asarray(rng.uniform(0, 1.5, (environments, 12, 3))),
-                    jnp.asarray(rng.normal(size=(environments, 12, 4))))
+    poses = jg.Pose(jnp.asarray(rng.uniform(0, 1.5, (scenes, 12, 3))),
+                    jnp.asarray(rng.normal(size=(scenes, 12, 4))))
     allowed = np.ones((12, 12), bool)
     allowed[0, 1] = allowed[1, 0] = allowed[1, 2] = allowed[2, 1] = False
     margin = 0.05
-    batched = jax.jit(jax.vmap(lambda pose: jg.nearby_pairs(jg.signed_distance, capsules, pose, margin=margin,
-                                                            capacity=64, allowed=allowed)))(poses)
-    assert batched.index_a.shape == (environments, 64) and batched.result.distance.shape == (environments, 64)
+    found = jg.nearby_pairs_batched(jg.signed_distance, capsules, poses, margin=margin, capacity=128,
+                                    allowed=allowed)
+    scene, index_a, index_b, result, padding = stored(found)
+    assert_padding(found, padding)
+    assert np.all(np.diff(scene) >= 0) and np.all(np.asarray(found.scene[int(found.count):]) == -1)
     penetrating = 0
-    for environment in range(environments):
-        found, pose = one(batched, environment), one(poses, environment)
-        index_a, index_b, result, padding = stored(found)
-        assert_padding(found, padding)
-        ends = [capsule_endpoints(one(capsules, i), one(pose, i)) for i in range(12)]
+    for environment in range(scenes):
+        capsule = one(capsules, environment)
+        ends = [capsule_endpoints(one(capsule, i), one(one(poses, environment), i)) for i in range(12)]
         reference = np.full((12, 12), np.inf)
         for a in range(12):
             for b in range(a + 1, 12):
                 if allowed[a, b]:
-                    reference[a, b] = capsule_capsule(*ends[a], radii[a], *ends[b], radii[b])["distance"]
-        near = result.distance <= margin
+                    reference[a, b] = capsule_capsule(*ends[a], radii[environment, a], *ends[b],
+                                                      radii[environment, b])["distance"]
+        near = (result.distance <= margin) & (scene == environment)
         pairs = set(zip(index_a[near].tolist(), index_b[near].tolist(), strict=True))
         assert pairs == set(zip(*np.nonzero(reference <= margin), strict=True))
         np.testing.assert_allclose(result.distance[near], reference[index_a[near], index_b[near]], atol=1e-9)
-        penetrating += int(np.sum(result.distance < 0))
+        penetrating += int(np.sum(result.distance[near] < 0))
     assert penetrating > 3
