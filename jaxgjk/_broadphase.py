@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._batch import _is_single
 from ._bounds import aabb
 from ._dataclass import pytree_dataclass
 from ._tolerance import epsilon
@@ -50,7 +51,9 @@ class CandidatePairs:
         index_a: (capacity,) int32 index into the first set, −1 in the padding after `count` pairs.
         index_b: (capacity,) int32 index into the second set (into the same set, > index_a, for one
             set), −1 in the padding.
-        count: () int32 number of pairs found; more than `capacity` when some did not fit.
+        count: () int32 number of pairs found; more than `capacity` when some did not fit (int64
+            with x64 on and more than 2^31 pairs possible; without x64, a scene whose sweep would
+            visit 2^31 slots or more gives up with count 2^31 − 1 and overflow set).
         overflow: () bool, ``count > capacity``: pairs were left out; call again with a capacity of
             at least `count` (`retry_on_overflow` does).
     """
@@ -279,11 +282,16 @@ def _active(runs: _Runs) -> _Runs:
 
 
 def _count_dtype(possible: int):
-    if possible < 2**31:
-        return jnp.int32
-    if jax.config.jax_enable_x64:
-        return jnp.int64
-    raise ValueError(f"{possible:,} possible pairs overflow int32 counts: enable jax_enable_x64")
+    """int64 where `possible` slots or pairs may pass int32 and x64 is on; else int32 (counts that
+    would pass it saturate: `saturating_sum`)."""
+    return jnp.int64 if possible >= 2**31 and jax.config.jax_enable_x64 else jnp.int32
+
+
+def saturating_sum(counts):
+    """The sum of the integer `counts`, or the dtype's largest value where it would wrap around."""
+    limit = jnp.iinfo(counts.dtype).max
+    wraps = jnp.sum(counts.astype(jnp.float32)) >= limit - 2.0**26  # float32 keeps 24 bits: margin
+    return jnp.where(wraps, limit, jnp.sum(counts))
 
 
 def pairs_from_bounds(lower, upper, *, margin, capacity: int, lower_b=None, upper_b=None, accept=None,
@@ -312,9 +320,13 @@ def pairs_from_bounds(lower, upper, *, margin, capacity: int, lower_b=None, uppe
     if not one_set:
         lower_b, upper_b = _widened(lower_b, upper_b, margin)
     runs = _active(_runs(lower, upper, lower_b, upper_b, cell_size))
-    ends = jnp.cumsum(runs.length, dtype=count_dtype)
-    total = ends[-1]
     chunk = max(1, min(CHUNK_SIZE, possible))
+    # More slots than the count type holds (2^31 without x64: beyond ~46 000 boxes all overlapping)
+    # are not enumerated: the count saturates, with `overflow` set.
+    slots = saturating_sum(runs.length.astype(count_dtype))
+    enumerable = slots < jnp.iinfo(count_dtype).max - chunk
+    ends = jnp.cumsum(runs.length, dtype=count_dtype)
+    total = jnp.where(enumerable, ends[-1], 0)
     last_owner, last_partner = len(runs.length) - 1, len(runs.partners.index) - 1
 
     def owners_of(first):
@@ -354,21 +366,13 @@ def pairs_from_bounds(lower, upper, *, margin, capacity: int, lower_b=None, uppe
 
     carry = (jnp.zeros((), count_dtype), jnp.zeros((), count_dtype), empty, empty)
     _, found, index_a, index_b = jax.lax.while_loop(lambda carry: carry[0] < total, step, carry)
+    found = jnp.where(enumerable, found, jnp.iinfo(count_dtype).max)
     return CandidatePairs(index_a, index_b, found, found > capacity)
-
-
-def is_shared(shapes) -> bool:
-    """Whether `shapes` is one shape (no batch axis) that serves every pose: its check accepts it."""
-    try:
-        shapes.check("shapes")
-    except (ValueError, TypeError):
-        return False
-    return True
 
 
 def _stacked_bounds(shapes, poses):
     """Bounds (N, 3) of N posed shapes: a stack (leading axis N) or one shape shared by all poses."""
-    return jax.vmap(aabb, in_axes=(None if is_shared(shapes) else 0, 0))(shapes, poses)
+    return jax.vmap(aabb, in_axes=(None if _is_single(shapes) else 0, 0))(shapes, poses)
 
 
 def _group_filter(groups, groups_b):

@@ -9,8 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._batch import _is_single
 from ._bounds import aabb
-from ._broadphase import candidate_pairs, check_scene_arguments, is_shared
+from ._broadphase import candidate_pairs, check_scene_arguments, saturating_sum
 from ._dataclass import pytree_dataclass
 from ._features import FeatureDim, feature_without_vertices
 from ._pose import Pose
@@ -63,11 +64,11 @@ _SHARED, _STACK, _PER_SCENE = "shared", "stack", "per scene"
 
 
 def _layout(shapes) -> str:
-    if is_shared(shapes):
+    if _is_single(shapes):
         return _SHARED
-    if is_shared(_take(shapes, 0)):
+    if _is_single(_take(shapes, 0)):
         return _STACK
-    if is_shared(_take(_take(shapes, 0), 0)):
+    if _is_single(_take(_take(shapes, 0), 0)):
         return _PER_SCENE
     raise ValueError("shapes must be one shape, a stack of N (leading axis N on every leaf) or a stack per "
                      "scene (leading axes (S, N))")
@@ -163,7 +164,7 @@ def _nearby_pairs(query, shapes, poses, *, margin, capacity, shapes_b, poses_b, 
 
     scene = slots(jnp.broadcast_to(jnp.arange(num_scenes, dtype=jnp.int32)[:, None], per_scene.index_a.shape))
     index_a, index_b = slots(per_scene.index_a), slots(per_scene.index_b)
-    count = jnp.sum(per_scene.count)
+    count = saturating_sum(per_scene.count)
 
     shapes_b, poses_b = (shapes, poses) if one_set else (shapes_b, poses_b)
     options = {} if config is None else {"config": config}

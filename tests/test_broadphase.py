@@ -255,14 +255,20 @@ def test_batched_over_environments_equals_one_scene_at_a_time(rng):
         assert_same_as_brute_force(found_pairs(one, 256), gaps, MARGIN, 1e-12)
 
 
-def test_tiny_sets_and_the_int32_count_guard():
+def test_tiny_sets_and_counts_beyond_int32():
     sphere = jg.Sphere(jnp.asarray(1.0))
     one = jg.Pose(jnp.zeros((1, 3)), jnp.array([[1.0, 0, 0, 0]]))
     candidates = jg.candidate_pairs(sphere, one, margin=0.0, capacity=4)
     assert int(candidates.count) == 0 and np.all(np.asarray(candidates.index_a) == -1)
     two = jg.Pose(jnp.array([[0.0, 0, 0], [2.0, 0, 0]]), jnp.tile(jnp.array([1.0, 0, 0, 0]), (2, 1)))
     assert found_pairs(jg.candidate_pairs(sphere, two, margin=0.0, capacity=4), 4) == {(0, 1)}
-    assert _count_dtype(2**31 - 1) == jnp.int32 and _count_dtype(2**31) == jnp.int64  # x64 is on here
+    # 65 537 boxes at one place: 2^31 + 65 536 pairs. With x64 the count would be int64 (and the sweep
+    # long); without it, the count saturates.
+    assert _count_dtype(2**31 - 1) == jnp.int32 and _count_dtype(2**31) == jnp.int64
+    with jax.enable_x64(False):
+        unit = jnp.ones((65537, 3), jnp.float32)
+        saturated = pairs_from_bounds_jit(0 * unit, unit, margin=0.0, capacity=4)
+        assert saturated.count == 2**31 - 1 and saturated.overflow and saturated.count.dtype == jnp.int32
     with pytest.raises(ValueError, match="capacity"):
         jg.candidate_pairs(sphere, two, margin=0.0, capacity=0)
     with pytest.raises(ValueError, match="margin"):
