@@ -133,3 +133,24 @@ def test_nearby_signed_distance_over_a_batch_of_scenes(rng):
         np.testing.assert_allclose(result.distance[near], reference[index_a[near], index_b[near]], atol=1e-9)
         penetrating += int(np.sum(result.distance[near] < 0))
     assert penetrating > 3
+
+
+def test_gradient_of_a_scene_penalty_matches_central_differences(rng):
+    # A clearance penalty over the pairs within the margin, differentiated through nearby_pairs.
+    capsules = jg.Capsule(jnp.asarray(rng.uniform(0.05, 0.2, 12)), jnp.asarray(rng.uniform(0.1, 0.4, 12)))
+    rotations = jnp.asarray(rng.normal(size=(12, 4)))
+    translations = jnp.asarray(rng.uniform(0, 1.5, (12, 3)))
+    margin = 0.2
+
+    def penalty(translations):
+        found = jg.nearby_pairs(jg.distance, capsules, jg.Pose(translations, rotations), margin=margin,
+                                capacity=64)
+        return jnp.sum(jnp.where(found.result.distance <= margin, (margin - found.result.distance) ** 2, 0))
+
+    assert penalty(translations) > 0.1
+    gradient = jax.jit(jax.grad(penalty))(translations)
+    step = 1e-6
+    for index in rng.choice(36, 8, replace=False):
+        move = jnp.zeros(36).at[index].set(step).reshape(12, 3)
+        central = (penalty(translations + move) - penalty(translations - move)) / (2 * step)
+        np.testing.assert_allclose(gradient.reshape(-1)[index], central, rtol=0, atol=1e-7)
