@@ -210,4 +210,7 @@ def retry_on_overflow(function, *args, capacity: int, **kwargs):
         if not np.any(np.asarray(found.overflow)):
             return found
         needed = int(np.max(np.asarray(found.count)))
+        if needed >= np.iinfo(np.int32).max:
+            raise ValueError("the count saturated (more than 2^31 slots to sweep): enable jax_enable_x64, "
+                             "or lower the margin")
         capacity = max(2 * capacity, 1 << max(needed - 1, 0).bit_length())
