@@ -5,7 +5,8 @@ shape's upper bound along world axis e_i is ``t_i + h(Rᵀ e_i)`` and its lower 
 (R, t: the pose; Rᵀ e_i is row i of R). Six support calls serve any convex shape; the primitives use
 the closed forms of those six values, which cost a few multiplications, and composites combine their
 parts' bounds where the support functions combine (a Minkowski sum adds them, a hull takes the larger,
-a ball adds its radius), so every bound below is exact up to rounding.
+a ball adds its radius), so every bound below is exact up to rounding. A half-space's bounds are
+infinite except along an axis its plane is perpendicular to.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ._shapes import (
     ConvexHull,
     Cylinder,
     Ellipsoid,
+    HalfSpace,
     MinkowskiSum,
     Polytope,
     Rounded,
@@ -103,6 +105,14 @@ def _packed(shape, rotation):
                                    leaves[-1]), *ranges)
 
 
+def _half_space(shape, rotation):
+    # h(d) = 0 for d a positive multiple of the outward normal +z (the plane through the origin), +inf
+    # for any other d: a bound is finite only along an axis that the plane is perpendicular to.
+    perpendicular = (rotation[:, 0] == 0) & (rotation[:, 1] == 0)
+    return (jnp.where(perpendicular & (rotation[:, 2] < 0), 0, -jnp.inf).astype(rotation.dtype),
+            jnp.where(perpendicular & (rotation[:, 2] > 0), 0, jnp.inf).astype(rotation.dtype))
+
+
 def _rounded(shape, rotation):
     low, high = _offsets(shape.shape, rotation)
     return low - shape.radius, high + shape.radius
@@ -121,7 +131,8 @@ def _convex_hull(shape, rotation):
 # Exact closed forms by kind; any other shape (Affine, user-defined) takes six support calls.
 _RULES = {Sphere: _sphere, Capsule: _capsule, Box: _box, Cylinder: _cylinder, Cone: _cone,
           Ellipsoid: _ellipsoid, Polytope: _polytope, ClimbingPolytope: _climbing_polytope,
-          Packed: _packed, Rounded: _rounded, MinkowskiSum: _minkowski_sum, ConvexHull: _convex_hull}
+          Packed: _packed, HalfSpace: _half_space, Rounded: _rounded, MinkowskiSum: _minkowski_sum,
+          ConvexHull: _convex_hull}
 
 
 def _offsets(shape, rotation):

@@ -70,6 +70,16 @@ def test_aabb_of_packed_stacks_under_vmap(rng, dtype):
         np.testing.assert_allclose(upper[index], expected_upper, rtol=0, atol=tolerance)
 
 
+def test_aabb_of_a_half_space_is_finite_only_across_its_plane():
+    half_space, translation = jg.HalfSpace(), jnp.array([1.0, 2.0, 3.0])
+    # z <= 3; flipped about x (normal -z): z >= 3; any other rotation: unbounded every way.
+    for rotation, lower_z, upper_z in (([1.0, 0, 0, 0], -np.inf, 3.0), ([0.0, 1, 0, 0], 3.0, np.inf),
+                                       ([0.3, 0.2, -0.5, 0.1], -np.inf, np.inf)):
+        lower, upper = aabb(half_space, jg.Pose(translation, jnp.array(rotation)))
+        np.testing.assert_array_equal(lower, [-np.inf, -np.inf, lower_z])
+        np.testing.assert_array_equal(upper, [np.inf, np.inf, upper_z])
+
+
 def test_aabb_of_invalid_input_is_unbounded():
     sphere = jg.Sphere(jnp.asarray(1.0))
     for shape, pose in [(jg.Sphere(jnp.asarray(np.nan)), jg.Pose.identity(jnp.float64)),

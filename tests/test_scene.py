@@ -4,7 +4,7 @@ the same pairs within the margin, the same results, padding that cannot be mista
 import jax
 import jax.numpy as jnp
 import numpy as np
-from reference import capsule_capsule, capsule_endpoints, sphere_box
+from reference import capsule_capsule, capsule_endpoints, pose_arrays, sphere_box, support_function
 from shape_samples import PRIMITIVE_KINDS, random_shape
 
 import jaxgjk as jg
@@ -154,3 +154,26 @@ def test_gradient_of_a_scene_penalty_matches_central_differences(rng):
         move = jnp.zeros(36).at[index].set(step).reshape(12, 3)
         central = (penalty(translations + move) - penalty(translations - move)) / (2 * step)
         np.testing.assert_allclose(gradient.reshape(-1)[index], central, rtol=0, atol=1e-7)
+
+
+def test_nearby_pairs_with_a_floor_flat_and_tilted(rng):
+    # Two scenes of 30 boxes over a half-space: a level floor z <= 0 (axis-aligned: the broadphase keeps
+    # only the boxes near it) and a tilted one (unbounded every way: every box is a candidate).
+    boxes = jg.Box(jnp.asarray(rng.uniform(0.1, 0.5, (30, 3))))
+    poses = jg.Pose(jnp.asarray(rng.uniform([-3, -3, -0.5], [3, 3, 2.5], (2, 30, 3))),
+                    jnp.asarray(rng.normal(size=(2, 30, 4))))
+    floors = jg.Pose(jnp.zeros((2, 1, 3)), jnp.asarray([[[1.0, 0, 0, 0]], [[0.95, 0.2, -0.1, 0]]]))
+    margin = 0.1
+    found = jg.nearby_pairs_batched(jg.distance, boxes, poses, margin=margin, capacity=64,
+                                    shapes_b=jg.HalfSpace(), poses_b=floors)
+    scene, index_a, index_b, result, padding = stored(found)
+    assert_padding(found, padding)
+    assert np.all(index_b == 0) and np.sum(scene == 1) == 30 and np.sum(scene == 0) < 30
+    for environment in range(2):
+        normal = pose_arrays(one(one(floors, environment), 0))[0][:, 2]
+        # Signed distance of each box to the plane: its lowest point along the normal.
+        reference = np.array([-support_function(one(boxes, i), one(one(poses, environment), i), -normal)
+                              for i in range(30)])
+        near = (scene == environment) & (result.distance <= margin)
+        assert set(index_a[near].tolist()) == set(np.flatnonzero(reference <= margin).tolist())
+        np.testing.assert_allclose(result.distance[near], np.maximum(reference[index_a[near]], 0), atol=1e-12)
