@@ -164,10 +164,10 @@ def aabb(shape, pose):
     shape, pose = jax.tree_util.tree_map(
         lambda leaf: jnp.asarray(leaf, dtype if jnp.issubdtype(jnp.result_type(leaf), jnp.floating)
                                  else None), (shape, pose))
-    quaternion, rotation_ok = normalized_quaternion(pose.rotation)
+    _, rotation_ok = normalized_quaternion(pose.rotation)
     is_finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in float_leaves((shape, pose))]))
     is_valid = shape.is_valid() & rotation_ok & is_finite
-    low, high = _offsets(shape, Pose(pose.translation, quaternion).rotation_matrix())
+    low, high = _offsets(shape, pose.rotation_matrix())
     lower = jnp.where(is_valid, pose.translation + low, -jnp.inf)
     upper = jnp.where(is_valid, pose.translation + high, jnp.inf)
     return lower, upper
