@@ -62,9 +62,15 @@ class Packed(Shape):
         # (jax issues #22011, #39219).
         answers = [getattr(shape, method)(*args) for shape in self.primitives()]
         index = jnp.clip(self.kind, 0, len(KINDS) - 1)
-        return jax.tree_util.tree_map(
-            lambda *leaves: jnp.select([index == kind for kind in range(len(KINDS) - 1)], leaves[:-1],
-                                       leaves[-1]), *answers)
+        dtype = self.dtype()
+
+        def pick(*leaves):
+            # In the fields' dtype: a half-space has no fields, so its answers take JAX's default.
+            if jnp.issubdtype(leaves[0].dtype, jnp.floating):
+                leaves = [leaf.astype(dtype) for leaf in leaves]
+            return jnp.select([index == kind for kind in range(len(KINDS) - 1)], leaves[:-1], leaves[-1])
+
+        return jax.tree_util.tree_map(pick, *answers)
 
     def core_support(self, direction):
         return self._dispatch("core_support", direction)
