@@ -23,6 +23,8 @@ from ._simplex import closest_point
 from ._tolerance import epsilon
 
 RUNNING = -1
+# A stall with w behind v's plane means contact only where |v| is within this many roundings of D's size.
+STALL_CONTACT_ROUNDINGS = 256
 
 
 @pytree_dataclass
@@ -127,11 +129,14 @@ def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
         stalled = new_norm_sq > norm_sq * (1 + 4 * epsilon(norm_sq.dtype))
         intersecting = (jnp.all(mask) | _touching(new_norm_sq, scale_sq)
                         | (jnp.sqrt(new_norm_sq) <= contact_bound))
-        # Stopping with w beyond the origin's plane (v·w < 0; exact arithmetic would give v·w ≥ |v|²
-        # for a w already in the simplex): v is not a separating direction, and rounding (float32,
-        # |v| near eps·|w|) keeps the sub-algorithm from enclosing the origin. The distance is at
-        # most |v|, so the pair touches or overlaps: leave the depth to EPA.
-        stalled_in_contact = (converged | stalled) & (v_dot_w < 0)
+        # Stopping with w beyond the origin's plane (v·w < 0) while |v| is within rounding of zero
+        # (float32 near contact): rounding keeps the sub-algorithm from enclosing the origin, so the
+        # pair touches or overlaps: leave the depth to EPA. With |v| above that, the stall is the
+        # sub-algorithm's own precision limit (a thin sliver of D, from nearly parallel edges, gives
+        # v to only eps·|w| absolute, and w then falls behind v's plane by rounding): v is the
+        # distance to that precision, and the pair is apart.
+        near_zero = norm_sq <= (STALL_CONTACT_ROUNDINGS * epsilon(norm_sq.dtype)) ** 2 * scale_sq
+        stalled_in_contact = (converged | stalled) & (v_dot_w < 0) & near_zero
         status = jnp.select(
             [stalled_in_contact, converged | stalled, exceeded, intersecting],
             [Status.INTERSECTING, Status.SEPARATED, Status.BOUND_EXCEEDED, Status.INTERSECTING],
