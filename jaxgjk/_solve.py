@@ -138,9 +138,12 @@ def gjk_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start,
     pair, dtype = prepared.pair, prepared.dtype
     margin = prepared.shape_a.margin() + prepared.shape_b.margin()
     if mode is QueryMode.INTERSECT:
-        # Stop as soon as the cores are proven apart or within the margins, to `world_result`'s rule
-        # for touching.
-        separation_bound = contact_bound = margin + touching_resolution(prepared.scale)
+        # Stop as soon as the cores are within the margins, to `world_result`'s rule for touching, or
+        # proven apart beyond it: GJK's lower bound v·w/|v| carries the rounding of v's direction (float32
+        # rim contacts: twice the resolution), so it proves a gap only beyond a few resolutions; below
+        # that GJK runs on to the verdict `distance` reaches on the same iterates.
+        resolution = touching_resolution(prepared.scale)
+        separation_bound, contact_bound = margin + 4 * resolution, margin + resolution
     else:
         bound = jnp.inf if distance_upper_bound is None else distance_upper_bound
         separation_bound, contact_bound = bound + margin, -jnp.inf
@@ -220,8 +223,10 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
 
 
 def refines(config: Config, mode: QueryMode, shape_a, shape_b) -> bool:
-    """Whether `_refine` can run for this query (trace time): a curved core may hold the contact."""
-    return mode is not QueryMode.INTERSECT and config.refine_normal and (
+    """Whether `_refine` can run for this query (trace time): a curved core may hold the contact. Also
+    for `intersect`: where GJK converges without deciding (a gap within its tolerance of the touching
+    resolution), the refined distance decides, as it does for `distance`, so the two agree."""
+    return config.refine_normal and (
         shape_a.may_curve() or shape_b.may_curve())
 
 
