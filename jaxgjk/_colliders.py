@@ -180,20 +180,33 @@ def _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, d
                            jnp.stack([1 - along, along]), jnp.ones(2, bool))
 
 
+def closest_segments_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a):
+    """The simplex of a closest pair of the segments A and B, from their ends (2, 3) and support
+    directions (2, 3) in each body's frame (B's ends also in A's frame, `ends_b_in_a`).
+
+    Returns the simplex and whether it is D's parallelogram of two skew segments whose closest points
+    lie inside both (three slots spanning a face of D); parallel segments take their diagonal instead.
+    """
+    dtype = ends_a.dtype
+    s, t = segment_segment(ends_a[0], ends_a[1], ends_b_in_a[0], ends_b_in_a[1])
+    parallel = nearly_parallel(ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0])
+    simplex = segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype)
+    both_inside = (s > 0) & (s < 1) & (t > 0) & (t < 1)
+    diagonal = _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype)
+    simplex = jax.tree_util.tree_map(lambda d, p: jnp.where(both_inside & parallel, d, p), diagonal, simplex)
+    return simplex, both_inside & ~parallel
+
+
 def _segment_segment(pair: RelativePair, core_a, core_b) -> Contact:
     """A's core segment (along A's z) and B's."""
     dtype = pair.translation.dtype
     ends_a, directions_a = _segment_ends(core_a.half_length, dtype)
     ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
     ends_b_in_a = ends_b @ pair.rotation.T + pair.translation
-    s, t = segment_segment(ends_a[0], ends_a[1], ends_b_in_a[0], ends_b_in_a[1])
+    simplex, skew_face = closest_segments_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a)
     axis_a, axis_b = ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0]
     crossing = unit_vector(jnp.cross(axis_a, axis_b))
     parallel = nearly_parallel(axis_a, axis_b)
-    simplex = segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype)
-    both_inside = (s > 0) & (s < 1) & (t > 0) & (t < 1)
-    diagonal = _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype)
-    simplex = jax.tree_util.tree_map(lambda d, p: jnp.where(both_inside & parallel, d, p), diagonal, simplex)
     point_a, point_b = simplex.weights @ simplex.points_a, simplex.weights @ simplex.points_b
     gap = pair.rotation @ point_b + pair.translation - point_a
     normal = unit_vector(gap)
@@ -204,21 +217,23 @@ def _segment_segment(pair: RelativePair, core_a, core_b) -> Contact:
     line = unit_vector(jnp.where(jnp.any(axis_a != 0), axis_a, axis_b))
     across = perpendicular(jnp.where(jnp.any(line != 0), line, jnp.array([0, 0, 1], dtype)))
     normal = jnp.select([apart, ~parallel], [normal, towards_b], across)
-    skew_face = both_inside & ~parallel
     kind = jnp.select([apart, skew_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE], NormalKind.FIXED)
     return closed_contact(dot(normal, gap), normal, simplex, point_a, point_b, kind)
 
 
-def box_feature_simplex(point, half_extents):
+def box_feature_simplex(point, half_extents, free=None):
     """The simplex slots of the box feature holding `point` (3,), a point on the surface of the box of
     `half_extents` (3,), box frame: the feature's corners by their sign vectors, at most three (a
     vertex, an edge's ends, three corners of a face: along the axes where `point` lies strictly inside
-    the box's slab), with the affine weights of `point` over them.
+    the box's slab, or along the axes `free` (3,) bool, at most two, where given), with the affine
+    weights of `point` over them (over `free` axes, `point` may lie beyond the box: the weights then
+    extrapolate the feature's plane).
 
     Returns (directions (3, 3), corners (3, 3), weights (3,), mask (3,)).
     """
     dtype = point.dtype
-    free = jnp.abs(point) < half_extents  # the feature extends along these axes
+    if free is None:
+        free = jnp.abs(point) < half_extents  # the feature extends along these axes
     signs = jnp.where(point >= 0, 1, -1).astype(dtype)
     base = jnp.where(free, -1, signs).astype(dtype)
     order = jnp.argsort(~free, stable=True)  # free axes first
@@ -293,8 +308,11 @@ def exchanged(contact: Contact, pair: RelativePair) -> Contact:
 
 
 def _solvers():
+    from ._box_colliders import box_box, segment_box  # it builds on the helpers above
+
     return {(POINT, POINT): _point_point, (POINT, SEGMENT): _point_segment,
-            (SEGMENT, SEGMENT): _segment_segment, (POINT, BOX): _point_box}
+            (SEGMENT, SEGMENT): _segment_segment, (POINT, BOX): _point_box, (SEGMENT, BOX): segment_box,
+            (BOX, BOX): box_box}
 
 
 def specialised_contact(specialised: bool, pair: RelativePair) -> Contact | None:
