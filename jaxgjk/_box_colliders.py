@@ -42,7 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._colliders import _padded_simplex, box_feature_simplex, closed_contact, closest_segments_simplex
+from ._closest import nearly_parallel
+from ._colliders import _PARALLELOGRAM, _padded_simplex, box_feature_simplex, closed_contact
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
@@ -53,6 +54,45 @@ from ._vector import dot, largest_abs, unit_vector
 _RECTANGLE = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
 _BOX_EDGES = (0, 1, 2)  # a box has edges along its three axes
 _SEGMENT_EDGES = (2,)  # a segment core only along its z axis
+
+
+def _times(vectors, matrix):
+    """``vectors @ matrix`` for vectors (..., 3) and a (3, 3) matrix, written per component: XLA:CPU
+    runs small matrix products under vmap in a library kernel that costs more than the whole solver."""
+    return vectors[..., 0:1] * matrix[0] + vectors[..., 1:2] * matrix[1] + vectors[..., 2:3] * matrix[2]
+
+
+def _weighted(weights, points):
+    """``weights @ points`` for weights (K,) and points (K, 3)."""
+    return _leading_sum(weights[:, None] * points)
+
+
+# Reductions over a few elements, written out as chains of elementwise operations: XLA:CPU runs them
+# in library calls that cost more than the rest of the solver under vmap.
+
+def _leading_sum(values):
+    """The sum of `values` (K, ...) over the leading axis."""
+    total = values[0]
+    for row in values[1:]:
+        total = total + row
+    return total
+
+
+def _leading_max(values):
+    """The largest of `values` (K, ...) over the leading axis and its first index (an argmax)."""
+    best, index = values[0], jnp.zeros(values.shape[1:], jnp.int32)
+    for k in range(1, len(values)):
+        better = values[k] > best
+        best, index = jnp.where(better, values[k], best), jnp.where(better, k, index)
+    return best, index
+
+
+def _take(rows, index):
+    """``rows[index]`` for rows (K, ...) and an index () known only at run time."""
+    row = rows[0]
+    for k in range(1, len(rows)):
+        row = jnp.where(index == k, rows[k], row)
+    return row
 
 
 def _corner_signs(axes):
@@ -79,7 +119,7 @@ def _separations(axes, rotation, translation, half_a, half_b):
     valid = length_sq > 0
     centre = dot(axes, translation)
     reach_a = dot(jnp.abs(axes), half_a)
-    reach_b = dot(jnp.abs(axes @ rotation), half_b)
+    reach_b = dot(jnp.abs(_times(axes, rotation)), half_b)
     length = jnp.sqrt(jnp.where(valid, length_sq, 1))
     separation = jnp.where(valid, (jnp.abs(centre) - reach_a - reach_b) / length, -jnp.inf)
     return separation, jnp.where(centre >= 0, 1, -1).astype(translation.dtype)
@@ -117,17 +157,16 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
     # deepest along the normal (at most two: never the steepest).
     free = ((2 * half_other * jnp.abs(towards) <= tolerance) & (half_other > 0)
             & (index != jnp.argmax(jnp.abs(towards))))
-    order = jnp.argsort(~free, stable=True)
     count = jnp.sum(free)
-    first = (index == order[0]) & (count >= 1)
-    second = (index == order[1]) & (count >= 2)
+    first = (index == jnp.argmax(free)) & (count >= 1)
+    second = (index == 2 - jnp.argmax(free[::-1])) & (count >= 2)
     pattern = jnp.asarray(_RECTANGLE, dtype)
     signs = jnp.where(first, pattern[:, :1], jnp.where(second, pattern[:, 1:], deepest))
     corners = signs * half_other  # Q (4, 3), cyclic, O's frame
     # Q's edges (a point: one edge of length 0; an edge: two, there and back) clipped to F's face
     # rectangle, widened by the tolerance, in parameters [enter, leave] along them (Liang–Barsky).
     exists = jnp.stack([count >= 0, count >= 2, count >= 1, count >= 2])
-    start = corners @ rotation.T + translation
+    start = _times(corners, rotation.T) + translation
     step = jnp.roll(start, -1, axis=0) - start
     bound = jnp.where(on_axis, jnp.inf, half_face + tolerance)
     moving = step != 0
@@ -140,10 +179,11 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
     clipped = exists & (enter <= leave)
     edge_step = jnp.roll(corners, -1, axis=0) - corners
     # F's face corners whose projections along O's face normal fall inside Q (a face of O).
-    in_plane = jnp.stack([index == (axis + 1) % 3, index == (axis + 2) % 3])
-    face_corners = half_face * jnp.where(on_axis, sign, pattern @ jnp.where(in_plane, 1, 0).astype(dtype))
-    seen = (face_corners - translation) @ rotation
-    inside = (count == 2) & jnp.all(~free | (jnp.abs(seen) <= half_other + tolerance), axis=1)
+    face_corners = half_face * jnp.where(on_axis, sign, jnp.where(index == (axis + 1) % 3, pattern[:, :1],
+                                                                   pattern[:, 1:]))
+    seen = _times(face_corners - translation, rotation)
+    within_q = ~free | (jnp.abs(seen) <= half_other + tolerance)
+    inside = (count == 2) & within_q[:, 0] & within_q[:, 1] & within_q[:, 2]
     projected = jnp.where(free, jnp.clip(seen, -half_other, half_other), deepest * half_other)
     points = jnp.concatenate([corners + enter[:, None] * edge_step, corners + leave[:, None] * edge_step,
                               projected])
@@ -154,24 +194,45 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
     point_other = jnp.where(found > 0, mean, deepest_corner)
     face_value = sign * half_face
     point_face = jnp.where(on_axis, face_value,
-                           jnp.clip(rotation @ point_other + translation, -half_face, half_face))
-    deepest_projected = jnp.where(on_axis, face_value, rotation @ deepest_corner + translation)
+                           jnp.clip(_times(point_other, rotation.T) + translation, -half_face, half_face))
+    deepest_projected = jnp.where(on_axis, face_value, _times(deepest_corner, rotation.T) + translation)
     face_slots = box_feature_simplex(deepest_projected, half_face, free=~on_axis & (half_face > 0))
     return point_face, point_other, face_slots, (deepest, deepest_corner)
 
 
 def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal):
     """The contact of A's support edge along `normal` (3,) parallel to its axis `axis_a` and B's support
-    edge along −normal parallel to its axis `axis_b`: (simplex, whether it is D's parallelogram)."""
+    edge along −normal parallel to its axis `axis_b`: the simplex of D's parallelogram of the two edges
+    (`segment_pair_simplex`'s) weighted at the closest points of their lines, each clamped to its edge,
+    and whether it spans a face of D (the edges are not parallel to rounding)."""
     def edge_directions(axis, direction):  # the sign vectors (2, 3) of the edge's ends
         signs = jnp.where(direction >= 0, 1, -1).astype(direction.dtype)
         return jnp.where(jnp.arange(3) == axis, jnp.asarray([[-1], [1]], direction.dtype), signs)
 
     directions_a = edge_directions(axis_a, normal)
-    directions_b = edge_directions(axis_b, -(rotation.T @ normal))
+    directions_b = edge_directions(axis_b, -_times(normal, rotation))
     ends_a, ends_b = directions_a * half_a, directions_b * half_b
-    return closest_segments_simplex(ends_a, directions_a, ends_b, directions_b,
-                                    ends_b @ rotation.T + translation)
+    ends_b_in_a = _times(ends_b, rotation.T) + translation
+    # Lines a(s) = centre_a + s x, b(t) = centre_b + t y along unit x, y: with c = x × y, the closest
+    # points are s = ((r × y)·c)/|c|², t = ((r × x)·c)/|c|² for r = centre_b − centre_a (no lengths
+    # squared, so any scale is safe).
+    along_a = (jnp.arange(3) == axis_a).astype(normal.dtype)
+    along_b = _times((jnp.arange(3) == axis_b).astype(normal.dtype), rotation.T)
+    cross = jnp.cross(along_a, along_b)
+    cross_sq = dot(cross, cross)
+    cross_sq_safe = jnp.where(cross_sq > 0, cross_sq, 1)
+    offset = (ends_b_in_a[0] + ends_b_in_a[1] - ends_a[0] - ends_a[1]) / 2
+
+    def fraction(along, half):  # from the edge's first end to its second, clamped to [0, 1]
+        return (jnp.clip(along, -half, half) + half) / jnp.where(half > 0, 2 * half, 1)
+
+    half_edge_a, half_edge_b = half_a[axis_a], half_b[axis_b]
+    s = fraction(dot(jnp.cross(offset, along_b), cross) / cross_sq_safe, half_edge_a)
+    t = fraction(dot(jnp.cross(offset, along_a), cross) / cross_sq_safe, half_edge_b)
+    index_a, index_b = _PARALLELOGRAM[:, 0], _PARALLELOGRAM[:, 1]
+    simplex = _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
+                              jnp.stack([1 - s - t, t, s]), jnp.ones(3, bool))
+    return simplex, ~nearly_parallel(along_a, along_b) & (half_edge_a > 0) & (half_edge_b > 0)
 
 
 def _corner_contact(rotation, translation, half_a, half_b, edges_a):
@@ -180,18 +241,15 @@ def _corner_contact(rotation, translation, half_a, half_b, edges_a):
     dtype = translation.dtype
     signs_a = jnp.asarray(_corner_signs(edges_a), dtype)
     signs_b = jnp.asarray(_corner_signs(_BOX_EDGES), dtype)
-    corners_a_in_b = (signs_a * half_a - translation) @ rotation
-    corners_b_in_a = (signs_b * half_b) @ rotation.T + translation
+    corners_a_in_b = _times(signs_a * half_a - translation, rotation)
+    corners_b_in_a = _times(signs_b * half_b, rotation.T) + translation
     gaps = jnp.concatenate([corners_a_in_b - jnp.clip(corners_a_in_b, -half_b, half_b),
                             corners_b_in_a - jnp.clip(corners_b_in_a, -half_a, half_a)])
     best = jnp.argmin(dot(gaps, gaps))
-    count_a = len(signs_a)
-    from_a = best < count_a  # A's corner against B (B's frame), else B's against A (A's frame)
-    index_a, index_b = jnp.minimum(best, count_a - 1), jnp.maximum(best - count_a, 0)
+    from_a = best < len(signs_a)  # A's corner against B (B's frame), else B's against A (A's frame)
     half_box = jnp.where(from_a, half_b, half_a)
-    corner_in_box = jnp.where(from_a, corners_a_in_b[index_a], corners_b_in_a[index_b])
-    on_box = jnp.clip(corner_in_box, -half_box, half_box)
-    direction = jnp.where(from_a, signs_a[index_a], signs_b[index_b])
+    on_box = jnp.clip(jnp.concatenate([corners_a_in_b, corners_b_in_a])[best], -half_box, half_box)
+    direction = jnp.concatenate([signs_a, signs_b])[best]
     corner = direction * jnp.where(from_a, half_a, half_b)
     simplex = _sided_simplex(from_a, (direction, corner), box_feature_simplex(on_box, half_box))
     return simplex, jnp.where(from_a, corner, on_box), jnp.where(from_a, on_box, corner)
@@ -203,39 +261,41 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
     rotation, translation = pair.rotation, pair.translation
     dtype = translation.dtype
     # Rounding of the separations and of the corners' heights along an axis (A's frame, lengths).
-    tolerance = 32 * epsilon(dtype) * (largest_abs(translation) + jnp.max(half_a) + jnp.max(half_b))
+    tolerance = 32 * epsilon(dtype) * (largest_abs(translation) + largest_abs(half_a) + largest_abs(half_b))
     axes = _axes(rotation, edges_a)
     separation, sign = _separations(axes, rotation, translation, half_a, half_b)
     face_count = len(axes) - 3 * len(edges_a)
     face = jnp.argmax(separation[:face_count])
     edge = face_count + jnp.argmax(separation[face_count:])
+    s_face, s_edge = separation[face], separation[edge]
     face_normal, edge_normal = (sign[k] * unit_vector(axes[k]) for k in (face, edge))
 
     # The face contact, in the frame of the box holding the face: A (a box's first three axes) or B.
     on_a = face < face_count - 3
     rotation_f = jnp.where(on_a, rotation, rotation.T)
-    translation_f = jnp.where(on_a, translation, -rotation.T @ translation)
+    translation_f = jnp.where(on_a, translation, -_times(translation, rotation))
     half_f, half_o = jnp.where(on_a, half_a, half_b), jnp.where(on_a, half_b, half_a)
+    face_sign = sign[face]
     point_f, point_o, face_slots, other_slot = _face_contact(
         rotation_f, translation_f, half_f, half_o, jnp.where(on_a, face, face - (face_count - 3)),
-        jnp.where(on_a, sign[face], -sign[face]), tolerance)
+        jnp.where(on_a, face_sign, -face_sign), tolerance)
     face_simplex = _sided_simplex(~on_a, other_slot, face_slots)
     face_points = jnp.where(on_a, point_f, point_o), jnp.where(on_a, point_o, point_f)
 
     edge_index = edge - face_count
     edge_simplex, edge_is_face = _edge_contact(rotation, translation, half_a, half_b,
-                                               jnp.asarray(edges_a)[edge_index // 3], edge_index % 3,
+                                               _take(jnp.asarray(edges_a), edge_index // 3), edge_index % 3,
                                                edge_normal)
-    edge_points = edge_simplex.weights @ edge_simplex.points_a, edge_simplex.weights @ edge_simplex.points_b
+    edge_points = (_weighted(edge_simplex.weights, edge_simplex.points_a),
+                   _weighted(edge_simplex.weights, edge_simplex.points_b))
     corner_simplex, *corner_points = _corner_contact(rotation, translation, half_a, half_b, edges_a)
 
     def gap(points):
-        return rotation @ points[1] + translation - points[0]
+        return _times(points[1], rotation.T) + translation - points[0]
 
     def length(vector):
         return dot(unit_vector(vector), vector)
 
-    s_face, s_edge = separation[face], separation[edge]
     s_max = jnp.maximum(s_face, s_edge)
     separated = s_max > 0
     # Apart: each candidate is a pair of actual points; the axis contacts count where their points are
@@ -243,7 +303,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
     face_length, edge_length, corner_length = (length(gap(points))
                                                for points in (face_points, edge_points, corner_points))
     face_found = face_length <= s_face + 4 * tolerance
-    edge_found = edge_length <= s_edge + 4 * tolerance
+    edge_found = edge_is_face & (edge_length <= s_edge + 4 * tolerance)
     nearest = jnp.minimum(jnp.minimum(jnp.where(face_found, face_length, jnp.inf),
                                       jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
     # Overlapping: the deepest axis, a face's where an edge axis is deeper by no more than rounding.
@@ -251,7 +311,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
                          s_face >= s_edge - tolerance)
     use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tolerance)))
     corner_normal = unit_vector(gap(corner_points))
-    corner_normal = jnp.where(jnp.any(corner_normal != 0), corner_normal, face_normal)
+    corner_normal = jnp.where(largest_abs(corner_normal) > 0, corner_normal, face_normal)
     distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, gap(corner_points)))
     distance = jnp.where(separated, jnp.maximum(distance, s_max), distance)
     normal = jnp.select([use_face, use_edge], [face_normal, edge_normal], corner_normal)
@@ -264,7 +324,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
     if edges_a == _SEGMENT_EDGES:  # the segment's ends by (0, 0, ±1), as `_segment_ends` holds them
         simplex = Simplex(simplex.directions_a * jnp.asarray([0, 0, 1], dtype), simplex.directions_b,
                           simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
-    spans_face = jnp.where(use_face, jnp.sum(face_slots[3]) == 3, edge_is_face)
+    spans_face = jnp.where(use_face, face_slots[3][2], edge_is_face)  # a face's third slot in use
     kind = jnp.select([separated, spans_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
                       NormalKind.FIXED)
     return closed_contact(distance, normal, simplex, point_a, point_b, kind)

@@ -180,33 +180,20 @@ def _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, d
                            jnp.stack([1 - along, along]), jnp.ones(2, bool))
 
 
-def closest_segments_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a):
-    """The simplex of a closest pair of the segments A and B, from their ends (2, 3) and support
-    directions (2, 3) in each body's frame (B's ends also in A's frame, `ends_b_in_a`).
-
-    Returns the simplex and whether it is D's parallelogram of two skew segments whose closest points
-    lie inside both (three slots spanning a face of D); parallel segments take their diagonal instead.
-    """
-    dtype = ends_a.dtype
-    s, t = segment_segment(ends_a[0], ends_a[1], ends_b_in_a[0], ends_b_in_a[1])
-    parallel = nearly_parallel(ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0])
-    simplex = segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype)
-    both_inside = (s > 0) & (s < 1) & (t > 0) & (t < 1)
-    diagonal = _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype)
-    simplex = jax.tree_util.tree_map(lambda d, p: jnp.where(both_inside & parallel, d, p), diagonal, simplex)
-    return simplex, both_inside & ~parallel
-
-
 def _segment_segment(pair: RelativePair, core_a, core_b) -> Contact:
     """A's core segment (along A's z) and B's."""
     dtype = pair.translation.dtype
     ends_a, directions_a = _segment_ends(core_a.half_length, dtype)
     ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
     ends_b_in_a = ends_b @ pair.rotation.T + pair.translation
-    simplex, skew_face = closest_segments_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a)
+    s, t = segment_segment(ends_a[0], ends_a[1], ends_b_in_a[0], ends_b_in_a[1])
     axis_a, axis_b = ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0]
     crossing = unit_vector(jnp.cross(axis_a, axis_b))
     parallel = nearly_parallel(axis_a, axis_b)
+    simplex = segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype)
+    both_inside = (s > 0) & (s < 1) & (t > 0) & (t < 1)
+    diagonal = _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype)
+    simplex = jax.tree_util.tree_map(lambda d, p: jnp.where(both_inside & parallel, d, p), diagonal, simplex)
     point_a, point_b = simplex.weights @ simplex.points_a, simplex.weights @ simplex.points_b
     gap = pair.rotation @ point_b + pair.translation - point_a
     normal = unit_vector(gap)
@@ -217,6 +204,7 @@ def _segment_segment(pair: RelativePair, core_a, core_b) -> Contact:
     line = unit_vector(jnp.where(jnp.any(axis_a != 0), axis_a, axis_b))
     across = perpendicular(jnp.where(jnp.any(line != 0), line, jnp.array([0, 0, 1], dtype)))
     normal = jnp.select([apart, ~parallel], [normal, towards_b], across)
+    skew_face = both_inside & ~parallel
     kind = jnp.select([apart, skew_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE], NormalKind.FIXED)
     return closed_contact(dot(normal, gap), normal, simplex, point_a, point_b, kind)
 
@@ -236,14 +224,22 @@ def box_feature_simplex(point, half_extents, free=None):
         free = jnp.abs(point) < half_extents  # the feature extends along these axes
     signs = jnp.where(point >= 0, 1, -1).astype(dtype)
     base = jnp.where(free, -1, signs).astype(dtype)
-    order = jnp.argsort(~free, stable=True)  # free axes first
-    first, second = order[0], order[1]
+    # The first two axes of a stable sort of ~free (free axes first), per component: XLA:CPU sorts,
+    # and reduces over three elements, in library calls that cost more than the rest of the solver.
+    count = free[0].astype(jnp.int32) + free[1] + free[2]
+    first = jnp.where(free[0], 0, jnp.where(free[1], 1, jnp.where(free[2], 2, 0)))
+    second = jnp.where(count >= 2, jnp.where(free[0] & free[1], 1, 2),
+                       jnp.where(count == 1, jnp.where(free[0], 1, 0), 1))
     span = jnp.where(half_extents > 0, 2 * half_extents, 1)
     fraction = (point + half_extents) / span
-    count = jnp.sum(free)
-    alpha = jnp.where(count >= 1, fraction[first], 0)
-    beta = jnp.where(count >= 2, fraction[second], 0)
-    directions = jnp.stack([base, base.at[first].set(1), base.at[second].set(1)])
+
+    def component(vector, axis):
+        return jnp.where(axis == 0, vector[0], jnp.where(axis == 1, vector[1], vector[2]))
+
+    alpha = jnp.where(count >= 1, component(fraction, first), 0)
+    beta = jnp.where(count >= 2, component(fraction, second), 0)
+    index = jnp.arange(3)
+    directions = jnp.stack([base, jnp.where(index == first, 1, base), jnp.where(index == second, 1, base)])
     return (directions, directions * half_extents, jnp.stack([1 - alpha - beta, alpha, beta]),
             jnp.arange(3) <= count)
 
