@@ -62,39 +62,6 @@ def _times(vectors, matrix):
     return vectors[..., 0:1] * matrix[0] + vectors[..., 1:2] * matrix[1] + vectors[..., 2:3] * matrix[2]
 
 
-def _weighted(weights, points):
-    """``weights @ points`` for weights (K,) and points (K, 3)."""
-    return _leading_sum(weights[:, None] * points)
-
-
-# Reductions over a few elements, written out as chains of elementwise operations: XLA:CPU runs them
-# in library calls that cost more than the rest of the solver under vmap.
-
-def _leading_sum(values):
-    """The sum of `values` (K, ...) over the leading axis."""
-    total = values[0]
-    for row in values[1:]:
-        total = total + row
-    return total
-
-
-def _leading_max(values):
-    """The largest of `values` (K, ...) over the leading axis and its first index (an argmax)."""
-    best, index = values[0], jnp.zeros(values.shape[1:], jnp.int32)
-    for k in range(1, len(values)):
-        better = values[k] > best
-        best, index = jnp.where(better, values[k], best), jnp.where(better, k, index)
-    return best, index
-
-
-def _take(rows, index):
-    """``rows[index]`` for rows (K, ...) and an index () known only at run time."""
-    row = rows[0]
-    for k in range(1, len(rows)):
-        row = jnp.where(index == k, rows[k], row)
-    return row
-
-
 def _corner_signs(axes):
     """Sign vectors (2^len(axes), 3) of the corners of a box that extends along `axes` (+1 elsewhere)."""
     bits = (np.arange(2 ** len(axes))[:, None] >> np.arange(len(axes))) & 1
@@ -204,7 +171,8 @@ def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal)
     """The contact of A's support edge along `normal` (3,) parallel to its axis `axis_a` and B's support
     edge along −normal parallel to its axis `axis_b`: the simplex of D's parallelogram of the two edges
     (`segment_pair_simplex`'s) weighted at the closest points of their lines, each clamped to its edge,
-    and whether it spans a face of D (the edges are not parallel to rounding)."""
+    those points (A's frame, B's frame), and whether it spans a face of D (the edges are not parallel
+    to rounding)."""
     def edge_directions(axis, direction):  # the sign vectors (2, 3) of the edge's ends
         signs = jnp.where(direction >= 0, 1, -1).astype(direction.dtype)
         return jnp.where(jnp.arange(3) == axis, jnp.asarray([[-1], [1]], direction.dtype), signs)
@@ -232,7 +200,8 @@ def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal)
     index_a, index_b = _PARALLELOGRAM[:, 0], _PARALLELOGRAM[:, 1]
     simplex = _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
                               jnp.stack([1 - s - t, t, s]), jnp.ones(3, bool))
-    return simplex, ~nearly_parallel(along_a, along_b) & (half_edge_a > 0) & (half_edge_b > 0)
+    points = ends_a[0] + s * (ends_a[1] - ends_a[0]), ends_b[0] + t * (ends_b[1] - ends_b[0])
+    return simplex, points, ~nearly_parallel(along_a, along_b) & (half_edge_a > 0) & (half_edge_b > 0)
 
 
 def _corner_contact(rotation, translation, half_a, half_b, edges_a):
@@ -283,11 +252,9 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
     face_points = jnp.where(on_a, point_f, point_o), jnp.where(on_a, point_o, point_f)
 
     edge_index = edge - face_count
-    edge_simplex, edge_is_face = _edge_contact(rotation, translation, half_a, half_b,
-                                               _take(jnp.asarray(edges_a), edge_index // 3), edge_index % 3,
-                                               edge_normal)
-    edge_points = (_weighted(edge_simplex.weights, edge_simplex.points_a),
-                   _weighted(edge_simplex.weights, edge_simplex.points_b))
+    edge_simplex, edge_points, edge_is_face = _edge_contact(
+        rotation, translation, half_a, half_b, jnp.asarray(edges_a)[edge_index // 3], edge_index % 3,
+        edge_normal)
     corner_simplex, *corner_points = _corner_contact(rotation, translation, half_a, half_b, edges_a)
 
     def gap(points):
