@@ -34,6 +34,12 @@ combination of points of the (convex) overlap of the two features, so it lies on
 the witness on F is its projection onto F's face. An edge axis: the closest points of the two support
 edges. The simplex is D's face: three corners of F's face against O's deepest corner (affine weights
 of that corner's projection), or D's parallelogram of the two edges (`segment_pair_simplex`).
+
+Rounding. Within a tolerance of 32 ε times the sizes and the centres' offset, O's corners tie (a face
+tilted by rounding is a face contact); overlapping cores take the deepest axis, a face's where an edge
+axis is deeper by no more than the tolerance (its witnesses are central); apart, the nearest candidate,
+the face contact first, then the edge contact, where they are within the tolerance of it. The cores
+are apart iff some axis separates them by more than 0, so the distance is continuous through contact.
 """
 
 from __future__ import annotations
@@ -226,11 +232,14 @@ def _corner_contact(rotation, translation, half_a, half_b, edges_a):
 
 def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
     """The contact of A, a box of `half_a` (3,) with edges along `edges_a` (a box's three axes, or a
-    segment's z), and B, a box of `half_b` (3,): see the module docstring."""
+    segment's z), and B, a box of `half_b` (3,), A's frame: see the module docstring."""
     rotation, translation = pair.rotation, pair.translation
     dtype = translation.dtype
-    # Rounding of the separations and of the corners' heights along an axis (A's frame, lengths).
-    tolerance = 32 * epsilon(dtype) * (largest_abs(translation) + largest_abs(half_a) + largest_abs(half_b))
+    # Rounding of the separations and of the corners' heights along an axis (A's frame, lengths); a
+    # reduction, which XLA:CPU computes once, where an elementwise formula is copied into every fusion
+    # that reads it.
+    scales = jnp.max(jnp.abs(jnp.stack([translation, half_a, half_b])), axis=1)
+    tolerance = 32 * epsilon(dtype) * (scales[0] + scales[1] + scales[2])
     axes = _axes(rotation, edges_a)
     separation, sign = _separations(axes, rotation, translation, half_a, half_b)
     face_count = len(axes) - 3 * len(edges_a)

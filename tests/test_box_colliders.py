@@ -32,7 +32,12 @@ def _outputs(pose_a, pose_b, shape_a, shape_b):
     return jnp.concatenate([result.distance[None], result.normal, result.point_a, result.point_b])
 
 
+def _distance_at(translation_b, shape_a, pose_a, shape_b, rotation_b):
+    return _distance(shape_a, pose_a, shape_b, jg.Pose(translation_b, rotation_b))
+
+
 GRADIENT = jax.jit(jax.vmap(jax.grad(_distance, argnums=(0, 1, 2, 3))))
+HESSIAN = jax.jit(jax.vmap(jax.hessian(_distance_at)))
 JACFWD = jax.jit(jax.vmap(jax.jacfwd(_outputs, argnums=(0, 1))))
 JACREV = jax.jit(jax.vmap(jax.jacrev(_outputs, argnums=(0, 1))))
 TOLERANCE = {np.float64: 1e-10, np.float32: 1e-4}  # × size
@@ -399,6 +404,19 @@ def test_degenerate_boxes(rng):
     check_contract(capsule_rows, run(SIGNED, capsule_rows), np.float64)
 
 
+def test_invalid_input_gives_a_status_and_finite_placeholders(rng):
+    shape_a, pose_a, shape_b, pose_b = random_box_pairs(rng, 1)[0]
+    rows = [(shape_a, jg.Pose(np.array([np.nan, 0, 0]), pose_a.rotation), shape_b, pose_b),
+            (box(np.array([-1.0, 1, 1])), pose_a, shape_b, pose_b),
+            (shape_a, pose_a, shape_b, jg.Pose(pose_b.translation, np.zeros(4)))]
+    result = run(SIGNED, rows)
+    assert np.all(result.status == jg.Status.INVALID_INPUT)
+    assert all(np.all(np.isfinite(leaf)) for leaf in (result.distance, result.normal, result.point_a,
+                                                      result.point_b))
+    gradients = run(GRADIENT, rows)
+    assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(gradients))
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_scales(dtype, rng):
     """The same pairs scaled as a whole (1e-6 and 1e6 asked; the README's range at its ends) keep their
@@ -470,6 +488,19 @@ def test_gradients_match_central_differences(kinds, rng):
         gradient = jax.tree_util.tree_map(lambda leaf, index=index: leaf[index], gradients[part])
         leaves = (_shape_leaves(gradient) if part in (0, 2) else _pose_leaves(gradient))
         assert abs(leaves[k] - difference) <= 1e-6, (index, part, k, leaves[k], difference, rows[index])
+
+
+def test_hessian_matches_differences_of_the_gradient(rng):
+    """`jax.hessian` (which differentiates the solver itself, forward) w.r.t. B's translation, box–box,
+    against central differences of the gradient."""
+    rows = random_box_pairs(rng, 24)
+    hessians = run(HESSIAN, [(pb.translation, a, pa, b, pb.rotation) for a, pa, b, pb in rows])
+    step = 1e-6
+    for axis in range(3):
+        moved = [[(a, pa, b, jg.Pose(pb.translation + sign * step * np.eye(3)[axis], pb.rotation))
+                  for a, pa, b, pb in rows] for sign in (1, -1)]
+        plus, minus = (run(GRADIENT, batch)[3].translation for batch in moved)
+        assert np.max(np.abs(hessians[:, axis] - (plus - minus) / (2 * step))) <= 1e-5
 
 
 def test_jacobians_agree_and_stay_finite_at_degenerate_contacts(rng):
