@@ -23,6 +23,7 @@ import numpy as np
 from ._closest import nearly_parallel, point_box, point_segment, segment_segment
 from ._contact import Contact, NormalKind, QueryMode
 from ._minkowski import RelativePair
+from ._packed import Packed
 from ._result import Simplex, Status
 from ._shapes import Affine, Box, Capsule, ConvexHull, HalfSpace, MinkowskiSum, Rounded, Shape, Sphere
 from ._vector import dot, perpendicular, unit_vector
@@ -68,6 +69,42 @@ def check_half_spaces(shape_a: Shape, shape_b: Shape) -> None:
                          "planes are parallel and facing away), and no solver measures it")
 
 
+def is_half_space(shape: Shape):
+    """() bool, run time: `shape` is a half-space (a `HalfSpace`, or a `Packed` lane holding one)."""
+    if core_kind(shape) == HALF_SPACE:
+        return jnp.asarray(True)
+    if isinstance(shape, Packed):
+        return shape.is_half_space()
+    return jnp.asarray(False)
+
+
+def bounded(pair: RelativePair) -> RelativePair:
+    """`pair` with the half-spaces of `Packed` lanes read as points, for the loops (`Packed.bounded`)."""
+    def read(shape):
+        return shape.bounded() if isinstance(shape, Packed) else shape
+
+    return RelativePair(read(pair.shape_a), read(pair.shape_b), pair.rotation, pair.translation)
+
+
+def packed_half_space_contact(pair: RelativePair):
+    """For pairs with a `Packed` side: (lanes () bool where a packed side holds a half-space, their
+    contact); None for pairs without one (trace time)."""
+    half_a = isinstance(pair.shape_a, Packed) and pair.shape_a.is_half_space()
+    half_b = isinstance(pair.shape_b, Packed) and pair.shape_b.is_half_space()
+    if half_a is False and half_b is False:
+        return None
+    contacts = []
+    if half_b is not False:
+        contacts.append((half_b, _half_space(pair, pair.shape_a)))
+    if half_a is not False:
+        contacts.append((half_a, exchanged(_half_space(pair.exchanged(), pair.shape_b), pair)))
+    lanes, contact = contacts[0]
+    for other_lanes, other in contacts[1:]:
+        contact = jax.tree_util.tree_map(lambda x, y, use=other_lanes: jnp.where(use, x, y), other, contact)
+        lanes = lanes | other_lanes
+    return lanes, contact
+
+
 def _padded_simplex(directions_a, points_a, directions_b, points_b, weights, mask) -> Simplex:
     """A `Simplex` from k ≤ 4 rows ((k, 3) or (k,) each), padded to 4 slots."""
     def pad(leaf):
@@ -91,13 +128,20 @@ def _segment_ends(half_length, dtype):
     return directions * half_length, directions
 
 
-def _point_point(pair: RelativePair, core_a, core_b) -> Contact:
+def _apart(gap, resolution):
+    """Whether the cores' witness points `gap` (3,) apart are farther apart than rounding: their
+    direction is then the normal; within rounding it is noise, and the touching cores' own normal
+    (the crossing of two segments, a direction across a segment) holds instead."""
+    return jnp.max(jnp.abs(gap)) > resolution
+
+
+def _point_point(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     """Two points: A's at A's origin, B's at `pair.translation`."""
     del core_a, core_b
     gap = pair.translation
     dtype = gap.dtype
+    apart = _apart(gap, resolution)
     normal = unit_vector(gap)
-    apart = jnp.any(normal != 0)
     normal = jnp.where(apart, normal, jnp.array([0, 0, 1], dtype))  # coincident: any direction
     zero = jnp.zeros((1, 3), dtype)
     simplex = _padded_simplex(normal[None], zero, (-pair.rotation.T @ normal)[None], zero,
@@ -106,7 +150,7 @@ def _point_point(pair: RelativePair, core_a, core_b) -> Contact:
                           jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
 
 
-def _point_segment(pair: RelativePair, core_a, core_b) -> Contact:
+def _point_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     """A point (A's origin) and B's core segment."""
     del core_a
     dtype = pair.translation.dtype
@@ -115,7 +159,7 @@ def _point_segment(pair: RelativePair, core_a, core_b) -> Contact:
     along = point_segment(jnp.zeros(3, dtype), start, end)
     closest = start + along * (end - start)
     normal = unit_vector(closest)
-    apart = jnp.any(normal != 0)
+    apart = _apart(closest, resolution)
     # The point on the segment: every direction across the segment separates alike.
     axis = unit_vector(end - start)
     normal = jnp.where(apart, normal, perpendicular(jnp.where(jnp.any(axis != 0), axis,
@@ -180,7 +224,7 @@ def _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, d
                            jnp.stack([1 - along, along]), jnp.ones(2, bool))
 
 
-def _segment_segment(pair: RelativePair, core_a, core_b) -> Contact:
+def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     """A's core segment (along A's z) and B's."""
     dtype = pair.translation.dtype
     ends_a, directions_a = _segment_ends(core_a.half_length, dtype)
@@ -197,7 +241,7 @@ def _segment_segment(pair: RelativePair, core_a, core_b) -> Contact:
     point_a, point_b = simplex.weights @ simplex.points_a, simplex.weights @ simplex.points_b
     gap = pair.rotation @ point_b + pair.translation - point_a
     normal = unit_vector(gap)
-    apart = jnp.any(normal != 0)
+    apart = _apart(gap, resolution)
     # Cores that cross (or lie on one line) separate fastest across both: the parallelogram's normal,
     # towards B's centre; on one line, any direction across it.
     towards_b = jnp.where(dot(crossing, pair.translation) < 0, -1, 1) * crossing
@@ -244,9 +288,9 @@ def box_feature_simplex(point, half_extents, free=None):
             jnp.arange(3) <= count)
 
 
-def _point_box(pair: RelativePair, core_a, core_b) -> Contact:
+def _point_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     """A point (A's origin) and B's core box: the box's closest point, or, inside, its nearest face."""
-    del core_a
+    del core_a, resolution  # the closest point differs from the point along the face normals exactly
     half = core_b.half_extents
     dtype = pair.translation.dtype
     point = -pair.rotation.T @ pair.translation  # A's point in B's frame
@@ -311,9 +355,10 @@ def _solvers():
             (BOX, BOX): box_box}
 
 
-def specialised_contact(specialised: bool, pair: RelativePair) -> Contact | None:
+def specialised_contact(specialised: bool, pair: RelativePair, resolution) -> Contact | None:
     """The exact contact of `pair`'s cores from a specialised solver, or None where its kinds have none
-    (trace time). Half-spaces are always solved here (`specialised` does not apply to them)."""
+    (trace time). Half-spaces are always solved here (`specialised` does not apply to them).
+    `resolution` (): the least core distance told apart from touching (`_tolerance`)."""
     kind_a, kind_b = core_kind(pair.shape_a), core_kind(pair.shape_b)
     if kind_b == HALF_SPACE:
         return _half_space(pair, pair.shape_a)
@@ -324,9 +369,9 @@ def specialised_contact(specialised: bool, pair: RelativePair) -> Contact | None
     solvers = _solvers()
     core_a, core_b = innermost(pair.shape_a), innermost(pair.shape_b)
     if (kind_a, kind_b) in solvers:
-        return solvers[kind_a, kind_b](pair, core_a, core_b)
+        return solvers[kind_a, kind_b](pair, core_a, core_b, resolution)
     if (kind_b, kind_a) in solvers:
-        return exchanged(solvers[kind_b, kind_a](pair.exchanged(), core_b, core_a), pair)
+        return exchanged(solvers[kind_b, kind_a](pair.exchanged(), core_b, core_a, resolution), pair)
     return None
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass, static_field
 from ._features import Feature
+from ._tolerance import epa_iterations, epa_tolerance, feature_tolerance, gjk_tolerance
 
 
 class Status(enum.IntEnum):
@@ -71,6 +73,17 @@ class Config:
     feature_tolerance: float | None = static_field(default=None)
     refine_normal: bool = static_field(default=True)
     specialised: bool = static_field(default=True)
+
+    def resolved(self, dtype) -> Config:
+        """This configuration with every field left None set to `dtype`'s default (`_tolerance`)."""
+        def pick(value, default):
+            return default(dtype) if value is None else value
+
+        return dataclasses.replace(
+            self, max_epa_iterations=pick(self.max_epa_iterations, epa_iterations),
+            gjk_tolerance=pick(self.gjk_tolerance, gjk_tolerance),
+            epa_tolerance=pick(self.epa_tolerance, epa_tolerance),
+            feature_tolerance=pick(self.feature_tolerance, feature_tolerance))
 
 
 @pytree_dataclass

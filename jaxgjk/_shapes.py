@@ -109,6 +109,11 @@ class Shape:
         """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
         return jnp.zeros(3, self.dtype())
 
+    def reach(self):
+        """() the largest distance from the local origin to a point of the shape (margin included):
+        the scale of the rounding errors of a query on it (`_tolerance.touching_resolution`)."""
+        raise NotImplementedError
+
     def is_valid(self):
         """Run-time validity () bool: finite fields, non-negative sizes, a non-empty vertex set."""
         raise NotImplementedError
@@ -153,6 +158,9 @@ class Sphere(Shape):
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
 
+    def reach(self):
+        return self.margin()
+
     def is_valid(self):
         return _is_nonnegative(self.radius)
 
@@ -180,6 +188,9 @@ class Capsule(Shape):
 
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
+
+    def reach(self):
+        return jnp.asarray(self.half_length + self.radius, self.dtype())
 
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_length)
@@ -209,6 +220,9 @@ class Box(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return vertex_set_feature(self.corners(), None, direction, relative_tolerance)
+
+    def reach(self):
+        return jnp.sqrt(jnp.sum(self.half_extents**2))
 
     def is_valid(self):
         return _is_nonnegative(self.half_extents)
@@ -246,6 +260,9 @@ class Cylinder(Shape):
         side = self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE
         return jnp.where(side, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
 
+    def reach(self):
+        return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_length**2, self.dtype()))
+
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_length)
 
@@ -280,6 +297,9 @@ class Cone(Shape):
     def center(self):
         return jnp.zeros(3, self.dtype()).at[2].set(-self.half_height / 2)
 
+    def reach(self):
+        return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_height**2, self.dtype()))
+
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_height)
 
@@ -300,6 +320,9 @@ class Ellipsoid(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return feature_without_vertices(FeatureDim.CURVED)
+
+    def reach(self):
+        return jnp.max(self.radii)
 
     def is_valid(self):
         return _is_nonnegative(self.radii)
@@ -367,6 +390,10 @@ class Polytope(Shape):
         weights = self.mask.astype(self.vertices.dtype)
         return weights @ self.vertices / jnp.maximum(jnp.sum(weights), 1)
 
+    def reach(self):
+        lengths = jnp.sqrt(jnp.sum(self.vertices**2, axis=-1))
+        return jnp.max(lengths if self.mask is None else jnp.where(self.mask, lengths, 0))
+
     def is_valid(self):
         finite = jnp.all(jnp.isfinite(self.vertices), axis=-1)
         if self.mask is None:
@@ -398,6 +425,10 @@ class Affine(Shape):
     def center(self):
         return self.linear @ self.shape.center() + self.offset
 
+    def reach(self):
+        # |L x + o| ≤ ‖L‖_F |x| + |o|.
+        return jnp.sqrt(jnp.sum(self.linear**2)) * self.shape.reach() + jnp.sqrt(jnp.sum(self.offset**2))
+
     def is_valid(self):
         finite = jnp.all(jnp.isfinite(self.linear)) & jnp.all(jnp.isfinite(self.offset))
         return finite & self.shape.is_valid()
@@ -426,6 +457,9 @@ class MinkowskiSum(Shape):
 
     def center(self):
         return self.a.center() + self.b.center()
+
+    def reach(self):
+        return self.a.reach() + self.b.reach()
 
     def is_valid(self):
         return self.a.is_valid() & self.b.is_valid()
@@ -463,6 +497,9 @@ class Rounded(Shape):
     def center(self):
         return self.shape.center()
 
+    def reach(self):
+        return self.shape.reach() + self.radius
+
     def is_valid(self):
         return self.shape.is_valid() & _is_nonnegative(self.radius)
 
@@ -483,6 +520,9 @@ class ConvexHull(Shape):
 
     def center(self):
         return jnp.mean(jnp.stack([shape.center() for shape in self.shapes]), axis=0)
+
+    def reach(self):
+        return jnp.max(jnp.stack([shape.reach() for shape in self.shapes]))
 
     def is_valid(self):
         return jnp.all(jnp.stack([shape.is_valid() for shape in self.shapes]))
@@ -527,6 +567,9 @@ class HalfSpace(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return feature_without_vertices(FeatureDim.FACE)
+
+    def reach(self):
+        return jnp.asarray(0.0)  # unbounded: the scale of its queries is the other shape's and the poses'
 
     def is_valid(self):
         return jnp.asarray(True)

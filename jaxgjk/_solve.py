@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 
-from ._colliders import for_mode, specialised_contact
+from ._colliders import bounded, for_mode, is_half_space, packed_half_space_contact, specialised_contact
 from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
 from ._epa import epa
@@ -26,7 +28,11 @@ from ._pose import Pose, normalized_quaternion
 from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape, float_leaves
-from ._tolerance import epa_iterations, epa_tolerance, epsilon, feature_tolerance, float_dtype, gjk_tolerance
+from ._tolerance import (
+    epsilon,
+    float_dtype,
+    touching_resolution,
+)
 from ._vector import unit_vector
 
 
@@ -49,6 +55,8 @@ class Prepared:
         shape_a, pose_a, shape_b, pose_b: cast to one float dtype; zeroed where the input is invalid.
         pair: the two shapes with B placed in A's frame.
         is_valid: () bool, the input was valid (finite, unit-normalisable rotations, valid shapes).
+        scale: () the pair's scale: the largest of B's offset from A and the shapes' reach, the
+            magnitude of the numbers the solvers work with (`_tolerance.touching_resolution`).
     """
 
     shape_a: Shape
@@ -57,6 +65,7 @@ class Prepared:
     pose_b: Pose
     pair: RelativePair
     is_valid: jnp.ndarray
+    scale: jnp.ndarray
 
     @property
     def dtype(self):
@@ -100,13 +109,16 @@ def prepare(shape_a, pose_a, shape_b, pose_b) -> Prepared:
     _, rotation_a_ok = normalized_quaternion(pose_a.rotation)
     _, rotation_b_ok = normalized_quaternion(pose_b.rotation)
     is_valid = (_all_finite((shape_a, pose_a, shape_b, pose_b)) & shape_a.is_valid()
-                & shape_b.is_valid() & rotation_a_ok & rotation_b_ok)
+                & shape_b.is_valid() & rotation_a_ok & rotation_b_ok
+                & ~(is_half_space(shape_a) & is_half_space(shape_b)))
     shape_a, pose_a, shape_b, pose_b = _sanitize((shape_a, pose_a, shape_b, pose_b), is_valid)
     rotation_a = pose_a.rotation_matrix()
     rotation_b = pose_b.rotation_matrix()
     pair = RelativePair(shape_a, shape_b, rotation_a.T @ rotation_b,
                         rotation_a.T @ (pose_b.translation - pose_a.translation))
-    return Prepared(shape_a, pose_a, shape_b, pose_b, pair, is_valid)
+    scale = jnp.maximum(jnp.maximum(shape_a.reach(), shape_b.reach()).astype(dtype),
+                        jnp.max(jnp.abs(pair.translation)))
+    return Prepared(shape_a, pose_a, shape_b, pose_b, pair, is_valid, scale)
 
 
 def _touch_normal(pair: RelativePair, simplex: Simplex):
@@ -126,12 +138,14 @@ def gjk_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start,
     pair, dtype = prepared.pair, prepared.dtype
     margin = prepared.shape_a.margin() + prepared.shape_b.margin()
     if mode is QueryMode.INTERSECT:
-        separation_bound, contact_bound = margin, margin
+        # Stop as soon as the cores are proven apart or within the margins, to `world_result`'s rule
+        # for touching.
+        separation_bound = contact_bound = margin + touching_resolution(prepared.scale)
     else:
         bound = jnp.inf if distance_upper_bound is None else distance_upper_bound
         separation_bound, contact_bound = bound + margin, -jnp.inf
     state = gjk(pair, max_iterations=config.max_gjk_iterations,
-                tolerance=config.gjk_tolerance or gjk_tolerance(dtype),
+                tolerance=config.gjk_tolerance,
                 separation_bound=separation_bound, contact_bound=contact_bound,
                 warm_start=None if warm_start is None else cast(warm_start, dtype))
     simplex = state.simplex()
@@ -161,8 +175,8 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
     simplex = contact.simplex
     overlap = contact.status == Status.INTERSECTING
     run_epa = overlap & (jnp.sum(simplex.mask) >= 2)
-    found = epa(pair, simplex, max_iterations=config.max_epa_iterations or epa_iterations(dtype),
-                tolerance=config.epa_tolerance or epa_tolerance(dtype), active=run_epa)
+    found = epa(pair, simplex, max_iterations=config.max_epa_iterations, tolerance=config.epa_tolerance,
+                active=run_epa)
     # The depth lies between the nearest face's distance and the least support-plane distance
     # seen, `upper_bound`, whose direction and support point give a translation that does separate
     # the cores, with witness points on the surfaces. Where EPA ran out of steps, they are the
@@ -217,7 +231,7 @@ def refined_contact(config: Config, mode: QueryMode, prepared: Prepared, contact
     if not refines(config, mode, prepared.shape_a, prepared.shape_b):
         return contact, None
     refinement = refine(prepared.pair, contact.normal, contact.simplex,
-                        config.feature_tolerance or feature_tolerance(prepared.dtype),
+                        config.feature_tolerance,
                         prepared.is_valid & contact.refinable)
     accepted = refinement.accepted
     point_a, point_b = simplex_witnesses(refinement.simplex)
@@ -242,11 +256,19 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
     shape_a, pose_a, shape_b, pose_b = prepared.shape_a, prepared.pose_a, prepared.shape_b, prepared.pose_b
     dtype, is_valid = prepared.dtype, prepared.is_valid
     signed = contact.distance - (shape_a.margin() + shape_b.margin())
+    # Touching: a distance within the rounding of the pair's scale has no reliable sign; all three
+    # queries report it as 0 (so `intersect` agrees with the others whichever program rounds).
+    signed = jnp.where(jnp.abs(signed) <= touching_resolution(prepared.scale), 0, signed)
     status = contact.status
     if mode is QueryMode.SIGNED:
-        # Rounded shapes whose cores are apart or touch can still overlap: penetration known exactly.
-        settled = (status == Status.SEPARATED) | (status == Status.INTERSECTING)
-        status = jnp.where(settled & (signed < 0), Status.PENETRATING, status)
+        # A settled status follows the sign of the final distance: rounded shapes whose cores are apart
+        # or touch can still overlap (penetration known exactly), and touching (distance 0) counts as
+        # intersecting, whichever solver found it.
+        settled = (status == Status.SEPARATED) | (status == Status.INTERSECTING) | (
+            status == Status.PENETRATING)
+        by_sign = jnp.select([signed > 0, signed < 0], [Status.SEPARATED, Status.PENETRATING],
+                             Status.INTERSECTING)
+        status = jnp.where(settled, by_sign, status)
     normal = pose_a.rotation_matrix() @ contact.normal
     point_a = pose_a.apply(contact.point_a) + shape_a.margin() * normal
     point_b = pose_b.apply(contact.point_b) - shape_b.margin() * normal
@@ -262,7 +284,7 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
         tangent_scale = jnp.where(overlapping, 0, tangent_scale)
         signed = jnp.maximum(signed, 0)
 
-    feature_tol = config.feature_tolerance or feature_tolerance(dtype)
+    feature_tol = config.feature_tolerance
     no_feature = feature_without_vertices(FeatureDim.NONE)
     feature_a, feature_b = (
         jax.tree_util.tree_map(lambda held, none: jnp.where(has_features, held, none),
@@ -290,14 +312,21 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
           distance_upper_bound) -> Solution:
     """The primal solution of one query on one pair (the stages above, in order)."""
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
-    contact = specialised_contact(config.specialised, prepared.pair)
+    config = config.resolved(prepared.dtype)
+    margin = prepared.shape_a.margin() + prepared.shape_b.margin()
+    contact = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
     if contact is not None:
-        margin = prepared.shape_a.margin() + prepared.shape_b.margin()
         contact, response = for_mode(contact, mode, margin, distance_upper_bound), None
     else:
-        contact = gjk_contact(config, mode, prepared, warm_start, distance_upper_bound)
+        loops = dataclasses.replace(prepared, pair=bounded(prepared.pair))
+        contact = gjk_contact(config, mode, loops, warm_start, distance_upper_bound)
         if mode is QueryMode.SIGNED:
-            contact = epa_contact(config, prepared, contact)
-        contact, response = refined_contact(config, mode, prepared, contact)
+            contact = epa_contact(config, loops, contact)
+        contact, response = refined_contact(config, mode, loops, contact)
+        half_spaces = packed_half_space_contact(prepared.pair)
+        if half_spaces is not None:
+            lanes, half_space = half_spaces
+            half_space = for_mode(half_space, mode, margin, distance_upper_bound)
+            contact = jax.tree_util.tree_map(lambda x, y: jnp.where(lanes, x, y), half_space, contact)
     result, tangent_scale = world_result(config, mode, prepared, contact)
     return Solution(result, contact.normal_kind.astype(jnp.int32), tangent_scale, response)

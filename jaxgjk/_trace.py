@@ -19,7 +19,6 @@ from ._gjk import gjk
 from ._queries import _check_inputs, distance
 from ._result import Config, Status
 from ._solve import prepare
-from ._tolerance import gjk_tolerance
 
 FEATURES = {1: "vertex", 2: "edge", 3: "face", 4: "tetrahedron"}
 RUNNING = "RUNNING"
@@ -31,7 +30,7 @@ def _gjk_after(a, pose_a, b, pose_b, bound, config: Config):
     """GJK's state after at most `bound` () int32 support evaluations, and the next support query."""
     prepared = prepare(a, pose_a, b, pose_b)
     pair = prepared.pair
-    state = gjk(pair, max_iterations=bound, tolerance=config.gjk_tolerance or gjk_tolerance(prepared.dtype))
+    state = gjk(pair, max_iterations=bound, tolerance=config.resolved(prepared.dtype).gjk_tolerance)
     return dict(
         is_valid=prepared.is_valid,
         margin=prepared.shape_a.margin() + prepared.shape_b.margin(),
