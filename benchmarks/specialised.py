@@ -27,6 +27,7 @@ import jaxgjk as jg
 from jaxgjk._box_colliders import box_box, segment_box
 from jaxgjk._colliders import innermost
 from jaxgjk._solve import prepare
+from jaxgjk._tolerance import touching_resolution
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases  # noqa: E402
@@ -67,8 +68,10 @@ def solver_alone(kind):
     solver = box_box if kind == "box-box" else segment_box
 
     def contact(shape_a, pose_a, shape_b, pose_b):
-        pair = prepare(shape_a, pose_a, shape_b, pose_b).pair
-        return solver(pair, innermost(pair.shape_a), innermost(pair.shape_b))
+        prepared = prepare(shape_a, pose_a, shape_b, pose_b)
+        pair = prepared.pair
+        return solver(pair, innermost(pair.shape_a), innermost(pair.shape_b),
+                      touching_resolution(prepared.scale))
 
     return contact
 

@@ -49,12 +49,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._closest import nearly_parallel
-from ._colliders import _PARALLELOGRAM, _padded_simplex, box_feature_simplex, closed_contact
+from ._colliders import _PARALLELOGRAM, _apart, _padded_simplex, box_feature_simplex, closed_contact
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
 from ._tolerance import epsilon
-from ._vector import dot, largest_abs, unit_vector
+from ._vector import dot, unit_vector
 
 # A rectangle's corners in cyclic order, as signs along its two axes.
 _RECTANGLE = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
@@ -230,9 +230,10 @@ def _corner_contact(rotation, translation, half_a, half_b, edges_a):
     return simplex, jnp.where(from_a, corner, on_box), jnp.where(from_a, on_box, corner)
 
 
-def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
+def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -> Contact:
     """The contact of A, a box of `half_a` (3,) with edges along `edges_a` (a box's three axes, or a
-    segment's z), and B, a box of `half_b` (3,), A's frame: see the module docstring."""
+    segment's z), and B, a box of `half_b` (3,), A's frame: see the module docstring. `resolution` ():
+    corner points closer than it give no normal of their own (the face axis's holds)."""
     rotation, translation = pair.rotation, pair.translation
     dtype = translation.dtype
     # Rounding of the separations and of the corners' heights along an axis (A's frame, lengths); a
@@ -286,9 +287,9 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
     use_face = jnp.where(separated, face_found & (face_length <= nearest + tolerance),
                          s_face >= s_edge - tolerance)
     use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tolerance)))
-    corner_normal = unit_vector(gap(corner_points))
-    corner_normal = jnp.where(largest_abs(corner_normal) > 0, corner_normal, face_normal)
-    distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, gap(corner_points)))
+    corner_gap = gap(corner_points)
+    corner_normal = jnp.where(_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
+    distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
     distance = jnp.where(separated, jnp.maximum(distance, s_max), distance)
     normal = jnp.select([use_face, use_edge], [face_normal, edge_normal], corner_normal)
 
@@ -306,13 +307,13 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a) -> Contact:
     return closed_contact(distance, normal, simplex, point_a, point_b, kind)
 
 
-def segment_box(pair: RelativePair, core_a, core_b) -> Contact:
+def segment_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     """A's core segment (a `Capsule`'s, along A's z) and B's core box."""
     dtype = pair.translation.dtype
     half_a = jnp.zeros(3, dtype).at[2].set(core_a.half_length)
-    return _box_pair_contact(pair, half_a, core_b.half_extents, _SEGMENT_EDGES)
+    return _box_pair_contact(pair, half_a, core_b.half_extents, _SEGMENT_EDGES, resolution)
 
 
-def box_box(pair: RelativePair, core_a, core_b) -> Contact:
+def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     """A's core box and B's."""
-    return _box_pair_contact(pair, core_a.half_extents, core_b.half_extents, _BOX_EDGES)
+    return _box_pair_contact(pair, core_a.half_extents, core_b.half_extents, _BOX_EDGES, resolution)
