@@ -253,26 +253,37 @@ def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     return closed_contact(dot(normal, gap), normal, simplex, point_a, point_b, kind)
 
 
-def box_feature_simplex(point, half_extents):
+def box_feature_simplex(point, half_extents, free=None):
     """The simplex slots of the box feature holding `point` (3,), a point on the surface of the box of
     `half_extents` (3,), box frame: the feature's corners by their sign vectors, at most three (a
     vertex, an edge's ends, three corners of a face: along the axes where `point` lies strictly inside
-    the box's slab), with the affine weights of `point` over them.
+    the box's slab, or along the axes `free` (3,) bool, at most two, where given), with the affine
+    weights of `point` over them (over `free` axes, `point` may lie beyond the box: the weights then
+    extrapolate the feature's plane).
 
     Returns (directions (3, 3), corners (3, 3), weights (3,), mask (3,)).
     """
     dtype = point.dtype
-    free = jnp.abs(point) < half_extents  # the feature extends along these axes
+    if free is None:
+        free = jnp.abs(point) < half_extents  # the feature extends along these axes
     signs = jnp.where(point >= 0, 1, -1).astype(dtype)
     base = jnp.where(free, -1, signs).astype(dtype)
-    order = jnp.argsort(~free, stable=True)  # free axes first
-    first, second = order[0], order[1]
+    # The first two axes of a stable sort of ~free (free axes first), per component: XLA:CPU sorts,
+    # and reduces over three elements, in library calls that cost more than the rest of the solver.
+    count = free[0].astype(jnp.int32) + free[1] + free[2]
+    first = jnp.where(free[0], 0, jnp.where(free[1], 1, jnp.where(free[2], 2, 0)))
+    second = jnp.where(count >= 2, jnp.where(free[0] & free[1], 1, 2),
+                       jnp.where(count == 1, jnp.where(free[0], 1, 0), 1))
     span = jnp.where(half_extents > 0, 2 * half_extents, 1)
     fraction = (point + half_extents) / span
-    count = jnp.sum(free)
-    alpha = jnp.where(count >= 1, fraction[first], 0)
-    beta = jnp.where(count >= 2, fraction[second], 0)
-    directions = jnp.stack([base, base.at[first].set(1), base.at[second].set(1)])
+
+    def component(vector, axis):
+        return jnp.where(axis == 0, vector[0], jnp.where(axis == 1, vector[1], vector[2]))
+
+    alpha = jnp.where(count >= 1, component(fraction, first), 0)
+    beta = jnp.where(count >= 2, component(fraction, second), 0)
+    index = jnp.arange(3)
+    directions = jnp.stack([base, jnp.where(index == first, 1, base), jnp.where(index == second, 1, base)])
     return (directions, directions * half_extents, jnp.stack([1 - alpha - beta, alpha, beta]),
             jnp.arange(3) <= count)
 
@@ -337,8 +348,11 @@ def exchanged(contact: Contact, pair: RelativePair) -> Contact:
 
 
 def _solvers():
+    from ._box_colliders import box_box, segment_box  # it builds on the helpers above
+
     return {(POINT, POINT): _point_point, (POINT, SEGMENT): _point_segment,
-            (SEGMENT, SEGMENT): _segment_segment, (POINT, BOX): _point_box}
+            (SEGMENT, SEGMENT): _segment_segment, (POINT, BOX): _point_box, (SEGMENT, BOX): segment_box,
+            (BOX, BOX): box_box}
 
 
 def specialised_contact(specialised: bool, pair: RelativePair, resolution) -> Contact | None:

@@ -1,0 +1,319 @@
+"""Exact contacts of a box core with a segment core (capsule–box) or another box core (box–box).
+
+A segment is treated as a box with half extents (0, 0, h) whose only edge is its axis, so one solver
+serves both pairs; A is the segment or the first box, B a box, and everything is in A's frame
+(``x_A = R x_B + t``). The signed distance of two convex cores is the largest separation
+``s(u) = min_B u·x − max_A u·x`` over unit directions u, and every s(u) is a lower bound of it.
+
+Separating axes. The Minkowski difference D = B − A is a polytope whose facets are sums of faces of
+the two cores, so their normals are face normals of a box or cross products of two edge directions:
+A's face normals (none for a segment), B's, and ``a_i × b_j`` for A's edge directions a_i and B's b_j
+(the cross products are exact in A's frame: they permute components of B's axes). That holds for flat
+or point-like boxes too, where D may be flat: a direction across D's plane, or across an edge of D
+within its plane, is one of these up to a component along the plane's normal, which does not change
+the separation. So the cores overlap iff no axis separates them, and then the largest s(u) over the
+axes is minus the penetration depth (the nearest facet of D; the origin's projection onto it lies in
+it, else the segment from the origin to it would leave D through a nearer facet).
+
+Separated cores. Let v be the closest vector from A to B (unique) and P the set of A's points p with
+p + v in B: a convex set in A's supporting plane along v, the overlap of A's and (B − v)'s faces there.
+An extreme point of P is a vertex of A, a vertex of B − v, or the crossing of an edge of each (two
+convex polygons in a plane). So a closest pair is either a corner of one core with its closest point
+on the other (16 corner–box clamps for two boxes, 2 + 8 for a segment), or the crossing of two skew
+edges, where v ∥ a_i × b_j is the unique maximiser of s(u), hence the best cross-product axis, and the
+edges are the cores' support edges along ±v. The candidates are therefore the corners, the best face
+axis's face contact and the best edge axis's edge contact, each a pair of actual points; the least of
+their distances is the exact distance, and an axis contact whose points are ``s(u)`` apart along u
+gives the distance with u as its exact normal.
+
+Contacts along an axis. A face of one box (F) against the other core (O): O's deepest feature along
+the normal is the set of its corners within rounding of the deepest (a vertex, an edge or a face, a
+quadrilateral Q in either case). The witness on O is the mean of points of Q whose projections lie in
+F's face — Q's edges clipped to F's rectangle and F's corners that project into Q — a convex
+combination of points of the (convex) overlap of the two features, so it lies on both projections;
+the witness on F is its projection onto F's face. An edge axis: the closest points of the two support
+edges. The simplex is D's face: three corners of F's face against O's deepest corner (affine weights
+of that corner's projection), or D's parallelogram of the two edges (`segment_pair_simplex`).
+
+Rounding. Within a tolerance of 32 ε times the sizes and the centres' offset, O's corners tie (a face
+tilted by rounding is a face contact); overlapping cores take the deepest axis, a face's where an edge
+axis is deeper by no more than the tolerance (its witnesses are central); apart, the nearest candidate,
+the face contact first, then the edge contact, where they are within the tolerance of it. The cores
+are apart iff some axis separates them by more than 0, so the distance is continuous through contact.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._closest import nearly_parallel
+from ._colliders import _PARALLELOGRAM, _apart, _padded_simplex, box_feature_simplex, closed_contact
+from ._contact import Contact, NormalKind
+from ._minkowski import RelativePair
+from ._result import Simplex
+from ._tolerance import epsilon
+from ._vector import dot, unit_vector
+
+# A rectangle's corners in cyclic order, as signs along its two axes.
+_RECTANGLE = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
+_BOX_EDGES = (0, 1, 2)  # a box has edges along its three axes
+_SEGMENT_EDGES = (2,)  # a segment core only along its z axis
+
+
+def _times(vectors, matrix):
+    """``vectors @ matrix`` for vectors (..., 3) and a (3, 3) matrix, written per component: XLA:CPU
+    runs small matrix products under vmap in a library kernel that costs more than the whole solver."""
+    return vectors[..., 0:1] * matrix[0] + vectors[..., 1:2] * matrix[1] + vectors[..., 2:3] * matrix[2]
+
+
+def _corner_signs(axes):
+    """Sign vectors (2^len(axes), 3) of the corners of a box that extends along `axes` (+1 elsewhere)."""
+    bits = (np.arange(2 ** len(axes))[:, None] >> np.arange(len(axes))) & 1
+    signs = np.ones((len(bits), 3))
+    signs[:, list(axes)] = 2 * bits - 1
+    return signs
+
+
+def _axes(rotation, edges_a):
+    """The candidate separating axes (K, 3), A's frame, not normalised: A's face normals (a box only), B's
+    face normals, then ``a_i × b_j`` for A's edge axes i in `edges_a`, j = 0, 1, 2."""
+    eye = jnp.eye(3, dtype=rotation.dtype)
+    faces_a = [eye] if edges_a == _BOX_EDGES else []
+    crosses = [jnp.cross(eye[i][None], rotation.T) for i in edges_a]
+    return jnp.concatenate(faces_a + [rotation.T] + crosses)
+
+
+def _separations(axes, rotation, translation, half_a, half_b):
+    """The separation s(u) (K,) of the cores along each of `axes` (K, 3) (−inf for a zero axis: parallel
+    edges), and the sign (K,) that turns each axis from A towards B (centres' offset, ties +)."""
+    length_sq = dot(axes, axes)
+    valid = length_sq > 0
+    centre = dot(axes, translation)
+    reach_a = dot(jnp.abs(axes), half_a)
+    reach_b = dot(jnp.abs(_times(axes, rotation)), half_b)
+    length = jnp.sqrt(jnp.where(valid, length_sq, 1))
+    separation = jnp.where(valid, (jnp.abs(centre) - reach_a - reach_b) / length, -jnp.inf)
+    return separation, jnp.where(centre >= 0, 1, -1).astype(translation.dtype)
+
+
+def _sided_simplex(vertex_on_a, vertex, feature) -> Simplex:
+    """The simplex of one core's corner against three slots of the other's feature: `vertex` (direction,
+    corner) (3,) each, `feature` (directions, corners, weights, mask) as `box_feature_simplex` gives them;
+    the corner is A's where `vertex_on_a` (), else B's."""
+    directions, corners, weights, mask = feature
+    slots = jnp.broadcast_to(vertex[0], (3, 3)), jnp.broadcast_to(vertex[1], (3, 3))
+    side_a = [jnp.where(vertex_on_a, v, f) for v, f in zip(slots, (directions, corners), strict=True)]
+    side_b = [jnp.where(vertex_on_a, f, v) for v, f in zip(slots, (directions, corners), strict=True)]
+    return _padded_simplex(*side_a, *side_b, weights, mask)
+
+
+def _face_contact(rotation, translation, half_face, half_other, axis, sign, tolerance):
+    """The contact of the face ``x[axis] = sign·half_face[axis]`` of a box F with the other core O that
+    lies beyond it, in F's frame (``x_F = rotation x_O + translation``).
+
+    Returns:
+        point_face: (3,) on F's face, F's frame.
+        point_other: (3,) on O's deepest feature along the face's normal, O's frame, projecting into
+            F's face where the two features overlap (else O's deepest corner).
+        face_slots: (directions, corners, weights, mask) of three corners of F's face, affine weights
+            of the projection of O's deepest corner (`box_feature_simplex`).
+        other_slot: (direction, corner) (3,) each, O's deepest corner and its sign vector.
+    """
+    dtype = translation.dtype
+    index = jnp.arange(3)
+    on_axis = index == axis
+    towards = -sign * rotation[axis]  # O's frame: its support direction against the face's normal
+    deepest = jnp.where(towards >= 0, 1, -1).astype(dtype)
+    # O's deepest feature: it extends along O's axes whose corners lie within `tolerance` of the
+    # deepest along the normal (at most two: never the steepest).
+    free = ((2 * half_other * jnp.abs(towards) <= tolerance) & (half_other > 0)
+            & (index != jnp.argmax(jnp.abs(towards))))
+    count = jnp.sum(free)
+    first = (index == jnp.argmax(free)) & (count >= 1)
+    second = (index == 2 - jnp.argmax(free[::-1])) & (count >= 2)
+    pattern = jnp.asarray(_RECTANGLE, dtype)
+    signs = jnp.where(first, pattern[:, :1], jnp.where(second, pattern[:, 1:], deepest))
+    corners = signs * half_other  # Q (4, 3), cyclic, O's frame
+    # Q's edges (a point: one edge of length 0; an edge: two, there and back) clipped to F's face
+    # rectangle, widened by the tolerance, in parameters [enter, leave] along them (Liang–Barsky).
+    exists = jnp.stack([count >= 0, count >= 2, count >= 1, count >= 2])
+    start = _times(corners, rotation.T) + translation
+    step = jnp.roll(start, -1, axis=0) - start
+    bound = jnp.where(on_axis, jnp.inf, half_face + tolerance)
+    moving = step != 0
+    step_safe = jnp.where(moving, step, 1)
+    low, high = (-bound - start) / step_safe, (bound - start) / step_safe
+    within = jnp.abs(start) <= bound
+    enter = jnp.where(moving, jnp.minimum(low, high), jnp.where(within, -jnp.inf, jnp.inf))
+    leave = jnp.where(moving, jnp.maximum(low, high), jnp.where(within, jnp.inf, -jnp.inf))
+    enter, leave = jnp.maximum(jnp.max(enter, axis=1), 0), jnp.minimum(jnp.min(leave, axis=1), 1)
+    clipped = exists & (enter <= leave)
+    edge_step = jnp.roll(corners, -1, axis=0) - corners
+    # F's face corners whose projections along O's face normal fall inside Q (a face of O).
+    face_corners = half_face * jnp.where(on_axis, sign, jnp.where(index == (axis + 1) % 3, pattern[:, :1],
+                                                                   pattern[:, 1:]))
+    seen = _times(face_corners - translation, rotation)
+    within_q = ~free | (jnp.abs(seen) <= half_other + tolerance)
+    inside = (count == 2) & within_q[:, 0] & within_q[:, 1] & within_q[:, 2]
+    projected = jnp.where(free, jnp.clip(seen, -half_other, half_other), deepest * half_other)
+    points = jnp.concatenate([corners + enter[:, None] * edge_step, corners + leave[:, None] * edge_step,
+                              projected])
+    valid = jnp.concatenate([clipped, clipped, inside])
+    found = jnp.sum(valid)
+    mean = jnp.sum(jnp.where(valid[:, None], points, 0), axis=0) / jnp.maximum(found, 1).astype(dtype)
+    deepest_corner = deepest * half_other
+    point_other = jnp.where(found > 0, mean, deepest_corner)
+    face_value = sign * half_face
+    point_face = jnp.where(on_axis, face_value,
+                           jnp.clip(_times(point_other, rotation.T) + translation, -half_face, half_face))
+    deepest_projected = jnp.where(on_axis, face_value, _times(deepest_corner, rotation.T) + translation)
+    face_slots = box_feature_simplex(deepest_projected, half_face, free=~on_axis & (half_face > 0))
+    return point_face, point_other, face_slots, (deepest, deepest_corner)
+
+
+def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal):
+    """The contact of A's support edge along `normal` (3,) parallel to its axis `axis_a` and B's support
+    edge along −normal parallel to its axis `axis_b`: the simplex of D's parallelogram of the two edges
+    (`segment_pair_simplex`'s) weighted at the closest points of their lines, each clamped to its edge,
+    those points (A's frame, B's frame), and whether it spans a face of D (the edges are not parallel
+    to rounding)."""
+    def edge_directions(axis, direction):  # the sign vectors (2, 3) of the edge's ends
+        signs = jnp.where(direction >= 0, 1, -1).astype(direction.dtype)
+        return jnp.where(jnp.arange(3) == axis, jnp.asarray([[-1], [1]], direction.dtype), signs)
+
+    directions_a = edge_directions(axis_a, normal)
+    directions_b = edge_directions(axis_b, -_times(normal, rotation))
+    ends_a, ends_b = directions_a * half_a, directions_b * half_b
+    ends_b_in_a = _times(ends_b, rotation.T) + translation
+    # Lines a(s) = centre_a + s x, b(t) = centre_b + t y along unit x, y: with c = x × y, the closest
+    # points are s = ((r × y)·c)/|c|², t = ((r × x)·c)/|c|² for r = centre_b − centre_a (no lengths
+    # squared, so any scale is safe).
+    along_a = (jnp.arange(3) == axis_a).astype(normal.dtype)
+    along_b = _times((jnp.arange(3) == axis_b).astype(normal.dtype), rotation.T)
+    cross = jnp.cross(along_a, along_b)
+    cross_sq = dot(cross, cross)
+    cross_sq_safe = jnp.where(cross_sq > 0, cross_sq, 1)
+    offset = (ends_b_in_a[0] + ends_b_in_a[1] - ends_a[0] - ends_a[1]) / 2
+
+    def fraction(along, half):  # from the edge's first end to its second, clamped to [0, 1]
+        return (jnp.clip(along, -half, half) + half) / jnp.where(half > 0, 2 * half, 1)
+
+    half_edge_a, half_edge_b = half_a[axis_a], half_b[axis_b]
+    s = fraction(dot(jnp.cross(offset, along_b), cross) / cross_sq_safe, half_edge_a)
+    t = fraction(dot(jnp.cross(offset, along_a), cross) / cross_sq_safe, half_edge_b)
+    index_a, index_b = _PARALLELOGRAM[:, 0], _PARALLELOGRAM[:, 1]
+    simplex = _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
+                              jnp.stack([1 - s - t, t, s]), jnp.ones(3, bool))
+    points = ends_a[0] + s * (ends_a[1] - ends_a[0]), ends_b[0] + t * (ends_b[1] - ends_b[0])
+    return simplex, points, ~nearly_parallel(along_a, along_b) & (half_edge_a > 0) & (half_edge_b > 0)
+
+
+def _corner_contact(rotation, translation, half_a, half_b, edges_a):
+    """The closest pair of a corner of either core and the other core: (simplex, point_a (3,), point_b
+    (3,)), each in its body's frame."""
+    dtype = translation.dtype
+    signs_a = jnp.asarray(_corner_signs(edges_a), dtype)
+    signs_b = jnp.asarray(_corner_signs(_BOX_EDGES), dtype)
+    corners_a_in_b = _times(signs_a * half_a - translation, rotation)
+    corners_b_in_a = _times(signs_b * half_b, rotation.T) + translation
+    gaps = jnp.concatenate([corners_a_in_b - jnp.clip(corners_a_in_b, -half_b, half_b),
+                            corners_b_in_a - jnp.clip(corners_b_in_a, -half_a, half_a)])
+    best = jnp.argmin(dot(gaps, gaps))
+    from_a = best < len(signs_a)  # A's corner against B (B's frame), else B's against A (A's frame)
+    half_box = jnp.where(from_a, half_b, half_a)
+    on_box = jnp.clip(jnp.concatenate([corners_a_in_b, corners_b_in_a])[best], -half_box, half_box)
+    direction = jnp.concatenate([signs_a, signs_b])[best]
+    corner = direction * jnp.where(from_a, half_a, half_b)
+    simplex = _sided_simplex(from_a, (direction, corner), box_feature_simplex(on_box, half_box))
+    return simplex, jnp.where(from_a, corner, on_box), jnp.where(from_a, on_box, corner)
+
+
+def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -> Contact:
+    """The contact of A, a box of `half_a` (3,) with edges along `edges_a` (a box's three axes, or a
+    segment's z), and B, a box of `half_b` (3,), A's frame: see the module docstring. `resolution` ():
+    corner points closer than it give no normal of their own (the face axis's holds)."""
+    rotation, translation = pair.rotation, pair.translation
+    dtype = translation.dtype
+    # Rounding of the separations and of the corners' heights along an axis (A's frame, lengths); a
+    # reduction, which XLA:CPU computes once, where an elementwise formula is copied into every fusion
+    # that reads it.
+    scales = jnp.max(jnp.abs(jnp.stack([translation, half_a, half_b])), axis=1)
+    tolerance = 32 * epsilon(dtype) * (scales[0] + scales[1] + scales[2])
+    axes = _axes(rotation, edges_a)
+    separation, sign = _separations(axes, rotation, translation, half_a, half_b)
+    face_count = len(axes) - 3 * len(edges_a)
+    face = jnp.argmax(separation[:face_count])
+    edge = face_count + jnp.argmax(separation[face_count:])
+    s_face, s_edge = separation[face], separation[edge]
+    face_normal, edge_normal = (sign[k] * unit_vector(axes[k]) for k in (face, edge))
+
+    # The face contact, in the frame of the box holding the face: A (a box's first three axes) or B.
+    on_a = face < face_count - 3
+    rotation_f = jnp.where(on_a, rotation, rotation.T)
+    translation_f = jnp.where(on_a, translation, -_times(translation, rotation))
+    half_f, half_o = jnp.where(on_a, half_a, half_b), jnp.where(on_a, half_b, half_a)
+    face_sign = sign[face]
+    point_f, point_o, face_slots, other_slot = _face_contact(
+        rotation_f, translation_f, half_f, half_o, jnp.where(on_a, face, face - (face_count - 3)),
+        jnp.where(on_a, face_sign, -face_sign), tolerance)
+    face_simplex = _sided_simplex(~on_a, other_slot, face_slots)
+    face_points = jnp.where(on_a, point_f, point_o), jnp.where(on_a, point_o, point_f)
+
+    edge_index = edge - face_count
+    edge_simplex, edge_points, edge_is_face = _edge_contact(
+        rotation, translation, half_a, half_b, jnp.asarray(edges_a)[edge_index // 3], edge_index % 3,
+        edge_normal)
+    corner_simplex, *corner_points = _corner_contact(rotation, translation, half_a, half_b, edges_a)
+
+    def gap(points):
+        return _times(points[1], rotation.T) + translation - points[0]
+
+    def length(vector):
+        return dot(unit_vector(vector), vector)
+
+    s_max = jnp.maximum(s_face, s_edge)
+    separated = s_max > 0
+    # Apart: each candidate is a pair of actual points; the axis contacts count where their points are
+    # s(u) apart along their axis (within rounding), and the nearest candidate is the closest pair.
+    face_length, edge_length, corner_length = (length(gap(points))
+                                               for points in (face_points, edge_points, corner_points))
+    face_found = face_length <= s_face + 4 * tolerance
+    edge_found = edge_is_face & (edge_length <= s_edge + 4 * tolerance)
+    nearest = jnp.minimum(jnp.minimum(jnp.where(face_found, face_length, jnp.inf),
+                                      jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
+    # Overlapping: the deepest axis, a face's where an edge axis is deeper by no more than rounding.
+    use_face = jnp.where(separated, face_found & (face_length <= nearest + tolerance),
+                         s_face >= s_edge - tolerance)
+    use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tolerance)))
+    corner_gap = gap(corner_points)
+    corner_normal = jnp.where(_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
+    distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
+    distance = jnp.where(separated, jnp.maximum(distance, s_max), distance)
+    normal = jnp.select([use_face, use_edge], [face_normal, edge_normal], corner_normal)
+
+    def choose(face_leaf, edge_leaf, corner_leaf):
+        return jnp.where(use_face, face_leaf, jnp.where(use_edge, edge_leaf, corner_leaf))
+
+    simplex = jax.tree_util.tree_map(choose, face_simplex, edge_simplex, corner_simplex)
+    point_a, point_b = (choose(*sides) for sides in zip(face_points, edge_points, corner_points, strict=True))
+    if edges_a == _SEGMENT_EDGES:  # the segment's ends by (0, 0, ±1), as `_segment_ends` holds them
+        simplex = Simplex(simplex.directions_a * jnp.asarray([0, 0, 1], dtype), simplex.directions_b,
+                          simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
+    spans_face = jnp.where(use_face, face_slots[3][2], edge_is_face)  # a face's third slot in use
+    kind = jnp.select([separated, spans_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
+                      NormalKind.FIXED)
+    return closed_contact(distance, normal, simplex, point_a, point_b, kind)
+
+
+def segment_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """A's core segment (a `Capsule`'s, along A's z) and B's core box."""
+    dtype = pair.translation.dtype
+    half_a = jnp.zeros(3, dtype).at[2].set(core_a.half_length)
+    return _box_pair_contact(pair, half_a, core_b.half_extents, _SEGMENT_EDGES, resolution)
+
+
+def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """A's core box and B's."""
+    return _box_pair_contact(pair, core_a.half_extents, core_b.half_extents, _BOX_EDGES, resolution)

@@ -1,0 +1,522 @@
+"""The exact box–box and capsule–box colliders (`jaxgjk/_box_colliders.py`) against float64 references:
+the hull of the Minkowski difference of the cores (Qhull, `reference.signed_distance_polytopes`), closed
+forms for contacts built to touch (face–face, edge–face, corner–face, edge–edge, at gaps from 0 to
+±1e-3 of the size), the general GJK/EPA path, support functions written out in NumPy (witness
+certificates), and float64 central differences of the distance.
+
+Every batch runs in chunks of `CHUNK` pairs through module-level kernels, so each kernel compiles once.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import pose_arrays, quaternion_to_matrix, signed_distance_polytopes, support_function
+from shape_samples import random_rotation
+
+import jaxgjk as jg
+
+CHUNK = 64
+SIGNED = jax.jit(jax.vmap(jg.signed_distance))
+GENERAL = jax.jit(jax.vmap(functools.partial(jg.signed_distance, config=jg.Config(specialised=False))))
+
+
+def _distance(shape_a, pose_a, shape_b, pose_b):
+    return jg.signed_distance(shape_a, pose_a, shape_b, pose_b).distance
+
+
+def _outputs(pose_a, pose_b, shape_a, shape_b):
+    result = jg.signed_distance(shape_a, pose_a, shape_b, pose_b)
+    return jnp.concatenate([result.distance[None], result.normal, result.point_a, result.point_b])
+
+
+def _distance_at(translation_b, shape_a, pose_a, shape_b, rotation_b):
+    return _distance(shape_a, pose_a, shape_b, jg.Pose(translation_b, rotation_b))
+
+
+GRADIENT = jax.jit(jax.vmap(jax.grad(_distance, argnums=(0, 1, 2, 3))))
+HESSIAN = jax.jit(jax.vmap(jax.hessian(_distance_at)))
+JACFWD = jax.jit(jax.vmap(jax.jacfwd(_outputs, argnums=(0, 1))))
+JACREV = jax.jit(jax.vmap(jax.jacrev(_outputs, argnums=(0, 1))))
+TOLERANCE = {np.float64: 1e-10, np.float32: 1e-4}  # × size
+
+
+# ---------------------------------------------------------------------------------------------------
+# Batches: lists of (shape_a, pose_a, shape_b, pose_b) with NumPy float64 fields
+# ---------------------------------------------------------------------------------------------------
+
+def stack(rows, dtype=np.float64):
+    """A batch pytree of `rows` (each a pytree of NumPy arrays), as `dtype` arrays."""
+    return jax.tree_util.tree_map(lambda *leaves: jnp.asarray(np.stack(leaves), dtype), *rows)
+
+
+def run(kernel, rows, dtype=np.float64):
+    """`kernel` on the batch `rows`, in chunks of `CHUNK` (the last one padded), as NumPy arrays."""
+    padded = list(rows) + [rows[-1]] * (-len(rows) % CHUNK)
+    chunks = [kernel(*stack(padded[start:start + CHUNK], dtype)) for start in range(0, len(padded), CHUNK)]
+    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate([np.asarray(x) for x in leaves]), *chunks)
+    return jax.tree_util.tree_map(lambda leaf: leaf[:len(rows)], joined)
+
+
+def quaternion_from_matrix(matrix):
+    """The unit quaternion (w, x, y, z) of a rotation matrix (3, 3) (Shepperd's method)."""
+    m = np.asarray(matrix)
+    trace = np.trace(m)
+    candidates = [trace, m[0, 0], m[1, 1], m[2, 2]]
+    k = int(np.argmax(candidates))
+    if k == 0:
+        w = np.sqrt(1 + trace) / 2
+        q = [w, (m[2, 1] - m[1, 2]) / (4 * w), (m[0, 2] - m[2, 0]) / (4 * w), (m[1, 0] - m[0, 1]) / (4 * w)]
+    else:
+        i, j, h = k - 1, k % 3, (k + 1) % 3
+        v = np.sqrt(1 + m[i, i] - m[j, j] - m[h, h]) / 2
+        q = np.zeros(4)
+        q[0] = (m[h, j] - m[j, h]) / (4 * v)
+        q[1 + i], q[1 + j], q[1 + h] = v, (m[j, i] + m[i, j]) / (4 * v), (m[h, i] + m[i, h]) / (4 * v)
+    q = np.asarray(q)
+    return q / np.linalg.norm(q)
+
+
+def pose(rotation, translation):
+    return jg.Pose(np.asarray(translation, np.float64), quaternion_from_matrix(rotation))
+
+
+def box(half):
+    return jg.Box(np.asarray(half, np.float64))
+
+
+def capsule(radius, half_length):
+    return jg.Capsule(np.float64(radius), np.float64(half_length))
+
+
+def random_pose(rng, spread=1.0):
+    return jg.Pose(rng.normal(size=3) * spread, random_rotation(rng))
+
+
+def random_box_pairs(rng, count, make_a=None):
+    """Box B at random offsets from A (apart, shallow and deep), sizes 0.1 to 1; A from `make_a`."""
+    rows = []
+    for k in range(count):
+        shape_a = make_a(rng) if make_a else box(rng.uniform(0.1, 1, 3))
+        shape_b = box(rng.uniform(0.1, 1, 3))
+        pose_a = random_pose(rng)
+        reach = [0.3, 1.0, 2.0, 3.5][k % 4]
+        direction = rng.normal(size=3)
+        offset = reach * direction / np.linalg.norm(direction)
+        rows.append((shape_a, pose_a, shape_b, jg.Pose(pose_a.translation + offset, random_rotation(rng))))
+    return rows
+
+
+def random_capsule(rng):
+    return capsule(rng.uniform(0, 0.3), rng.uniform(0, 1))
+
+
+def margin_of(shape):
+    """The radius () that sweeps a shape's core."""
+    kind = type(shape).__name__
+    if kind == "Box":
+        return 0.0
+    if kind == "Capsule":
+        return float(shape.radius)
+    return margin_of(shape.shape) + float(shape.radius)
+
+
+def size_of(shape):
+    """The extent () of a shape: its core's largest half extent or half length plus its margin."""
+    while type(shape).__name__ == "Rounded":
+        shape = shape.shape
+    core = shape.half_extents if type(shape).__name__ == "Box" else shape.half_length
+    return float(np.max(core)) + margin_of(shape)
+
+
+def _orthonormal(n):
+    """Two unit vectors completing the unit `n` (3,) to a right-handed orthonormal basis."""
+    u = np.cross(n, np.eye(3)[np.argmin(np.abs(n))])
+    u /= np.linalg.norm(u)
+    return u, np.cross(n, u)
+
+
+def _frame(columns, order):
+    """The rotation matrix whose columns `order` (a cyclic order of the axes) are `columns`."""
+    matrix = np.zeros((3, 3))
+    for axis, column in zip(order, columns, strict=True):
+        matrix[:, axis] = column
+    assert np.isclose(np.linalg.det(matrix), 1)
+    return matrix
+
+
+def built_contact(rng, feature, half_face, half_other, gap):
+    """A placement (rotation (3, 3), translation (3,)) of a box or segment O (`half_other` (3,), a segment
+    being (0, 0, h)) in the frame of a box F (`half_face` (3,)) such that O's `feature` ("face", "edge",
+    "corner") rests on a face of F, or an edge of O crosses an edge of F ("edges"), at a distance `gap`
+    along the contact normal, and that normal (3,) (F's frame, from F to O). The support features meet
+    inside one another, so for gap ≥ 0 the distance is exactly `gap`."""
+    cyclic = [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
+    k, sign = rng.integers(3), rng.choice([-1, 1])
+    normal = sign * np.eye(3)[k]
+    u, w = _orthonormal(normal)
+    segment = half_other[0] == 0 and half_other[1] == 0
+    face_value = normal * half_face[k]
+    spot = np.where(np.arange(3) == k, 0, rng.uniform(-0.6, 0.6, 3) * half_face)  # in F's face
+    if feature == "face":  # O's face (for a segment: its whole length) flat against F's face
+        theta = rng.uniform(0, 2 * np.pi)
+        along = np.cos(theta) * u + np.sin(theta) * w
+        order = cyclic[rng.integers(2) if segment else rng.integers(3)]  # a segment keeps z in the plane
+        rotation = _frame([-normal, along, np.cross(-normal, along)], order)
+        centre_height = half_other[order[0]]
+        return rotation, face_value + spot + normal * (centre_height + gap), normal
+    if feature == "edge":  # an edge of O (a segment's axis) parallel to F's face, O tilted about it
+        theta, phi = rng.uniform(0, 2 * np.pi), rng.uniform(0.3, 1.2)
+        edge = np.cos(theta) * u + np.sin(theta) * w
+        across = np.cross(normal, edge)
+        down = np.cos(phi) * -normal + np.sin(phi) * across
+        order = cyclic[2] if segment else cyclic[rng.integers(3)]  # a segment's edge is its z axis
+        rotation = _frame([edge, down, np.cross(edge, down)], order)
+    elif feature == "corner":
+        rotation = quaternion_to_matrix(random_rotation(rng))
+    else:  # "edges": F's edge along axis i under O's edge, crossing at an angle
+        i = (k + 1 + rng.integers(2)) % 3
+        other = 3 - k - i
+        alpha = rng.uniform(0.3, 1.2)
+        normal = np.zeros(3)
+        normal[k], normal[other] = sign * np.cos(alpha), rng.choice([-1, 1]) * np.sin(alpha)
+        beta, gamma = rng.uniform(0.5, 2.6), rng.uniform(0.3, 1.2)
+        edge = np.cos(beta) * np.eye(3)[i] + np.sin(beta) * np.cross(normal, np.eye(3)[i])
+        down = np.cos(gamma) * -normal + np.sin(gamma) * np.cross(normal, edge)
+        order = cyclic[2] if segment else cyclic[rng.integers(3)]
+        rotation = _frame([edge, down, np.cross(edge, down)], order)
+        on_edge = np.sign(normal) * half_face
+        on_edge[i] = rng.uniform(-0.6, 0.6) * half_face[i]
+        corner = np.where(rotation.T @ -normal >= 0, 1.0, -1.0) * half_other
+        corner[order[0]] = rng.uniform(-0.6, 0.6) * half_other[order[0]]  # along O's edge
+        return rotation, on_edge + gap * normal - rotation @ corner, normal
+    # O's deepest point along −normal (a corner, or the middle of its deepest edge) onto `spot`.
+    towards = rotation.T @ -normal
+    deepest = np.where(towards >= 0, 1.0, -1.0) * half_other
+    if feature == "edge":
+        deepest[order[0]] = 0
+    return rotation, face_value + spot + gap * normal - rotation @ deepest, normal
+
+
+def built_rows(rng, features, gaps, make_face, make_other, count, other_first=False):
+    """Rows of contacts from `built_contact` at world poses: F from `make_face`, O from `make_other`
+    (shapes), A = F and B = O (A = O where `other_first`). Also returns the normals (rows, 3) from A
+    to B, world frame, the gaps and the features."""
+    rows, normals, labels = [], [], []
+    for feature in features:
+        for gap in gaps:
+            for _ in range(count):
+                face, other = make_face(rng), make_other(rng)
+                half_other = (np.asarray(other.half_extents) if isinstance(other, jg.Box)
+                              else np.array([0, 0, float(other.half_length)]))
+                scale = max(np.max(face.half_extents), np.max(half_other))
+                rotation, translation, normal = built_contact(rng, feature, np.asarray(face.half_extents),
+                                                              half_other, gap * scale)
+                pose_face = random_pose(rng)
+                rotation_face, origin = pose_arrays(pose_face)
+                pose_other = pose(rotation_face @ rotation, origin + rotation_face @ translation)
+                world_normal = rotation_face @ normal
+                if other_first:
+                    rows.append((other, pose_other, face, pose_face))
+                    normals.append(-world_normal)
+                else:
+                    rows.append((face, pose_face, other, pose_other))
+                    normals.append(world_normal)
+                labels.append((feature, gap * scale))
+    return rows, np.array(normals), labels
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------------------
+
+def local_excess(shape, pose_, point):
+    """How far the world `point` (3,) lies outside the posed shape (≤ 0 inside), float64."""
+    rotation, translation = pose_arrays(pose_)
+    local = rotation.T @ (point - translation)
+    kind = type(shape).__name__
+    if kind == "Rounded":
+        inner, margin = shape.shape, float(shape.radius)
+    else:
+        inner, margin = shape, 0.0
+    if type(inner).__name__ == "Capsule":
+        margin += float(inner.radius)
+        half = np.array([0, 0, float(inner.half_length)])
+    else:
+        half = np.asarray(inner.half_extents, np.float64)
+    return np.linalg.norm(local - np.clip(local, -half, half)) - margin
+
+
+def check_contract(rows, result, dtype, references=None):
+    """The result of `SIGNED` on `rows` against the hull reference and the witness certificate; returns
+    the references (dicts of `signed_distance_polytopes`)."""
+    if references is None:
+        references = [signed_distance_polytopes(*row) for row in rows]
+    tolerance = TOLERANCE[dtype]
+    for index, (row, reference) in enumerate(zip(rows, references, strict=True)):
+        shape_a, pose_a, shape_b, pose_b = row
+        size = max(size_of(shape_a), size_of(shape_b))
+        message = f"pair {index}: {row}"
+        distance = float(result.distance[index])
+        normal, point_a, point_b = (np.asarray(x[index], np.float64)
+                                    for x in (result.normal, result.point_a, result.point_b))
+        assert abs(distance - reference["distance"]) <= tolerance * size, (distance, reference, message)
+        assert abs(np.linalg.norm(normal) - 1) <= 1e-6, message
+        # Support-plane certificate: the normal separates (or is a least-translation direction) by
+        # exactly the distance, and the witness points lie on both supporting planes and in the shapes.
+        support_a = float(support_function(shape_a, pose_a, normal))
+        support_b = float(support_function(shape_b, pose_b, -normal))
+        assert abs(-support_b - support_a - distance) <= tolerance * size, message
+        assert abs(normal @ point_a - support_a) <= tolerance * size, message
+        assert abs(-normal @ point_b - support_b) <= tolerance * size, message
+        assert local_excess(shape_a, pose_a, point_a) <= tolerance * size, message
+        assert local_excess(shape_b, pose_b, point_b) <= tolerance * size, message
+        # The witness points face each other along the normal: a closest pair apart, the two ends of
+        # the least translation overlapping (inside the contact region where it is a face or edge).
+        assert np.linalg.norm(point_b - point_a - distance * normal) <= 10 * tolerance * size, message
+        expected_status = jg.Status.SEPARATED if distance > 0 else (
+            jg.Status.PENETRATING if distance < 0 else jg.Status.INTERSECTING)
+        assert result.status[index] == expected_status, message
+    return references
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------------------------------
+
+FIRST_SHAPES = {"box-box": lambda rng: box(rng.uniform(0.1, 1, 3)), "capsule-box": random_capsule}
+
+
+@pytest.mark.parametrize("kinds", ["box-box", "capsule-box"])
+def test_random_pairs_match_the_hull_and_gjk_epa(kinds, rng):
+    rows = random_box_pairs(rng, 128, FIRST_SHAPES[kinds])
+    result = run(SIGNED, rows)
+    references = check_contract(rows, result, np.float64)
+    general = run(GENERAL, rows)
+    sizes = np.array([max(size_of(r[0]), size_of(r[2])) for r in rows])
+    assert np.max(np.abs(result.distance - general.distance) / sizes) <= 1e-9
+    # Generic poses: the normal is unique (the closest direction, or the nearest facet's).
+    reference_normals = np.array([r["normal"] for r in references])
+    assert np.max(np.linalg.norm(result.normal - reference_normals, axis=1)) <= 1e-8
+    assert np.max(np.linalg.norm(result.normal - general.normal, axis=1)) <= 1e-7
+    # Both signs and every kind of contact occur.
+    assert np.sum(result.distance > 0) >= 30 and np.sum(result.distance < 0) >= 30
+
+
+def float32_values(rows):
+    """`rows` with every float rounded to float32 (held in float64): the inputs both runs see."""
+    return [jax.tree_util.tree_map(lambda x: np.float64(np.float32(x)), row) for row in rows]
+
+
+@pytest.mark.parametrize("kinds", ["box-box", "capsule-box"])
+def test_float32_within_the_size_tolerance(kinds, rng):
+    rows = float32_values(random_box_pairs(rng, 64, FIRST_SHAPES[kinds]))
+    check_contract(rows, run(SIGNED, rows, np.float32), np.float32)
+
+
+FEATURE_DIMENSIONS = {"face": (jg.FeatureDim.FACE, jg.FeatureDim.FACE),
+                      "edge": (jg.FeatureDim.FACE, jg.FeatureDim.EDGE),
+                      "corner": (jg.FeatureDim.FACE, jg.FeatureDim.VERTEX),
+                      "edges": (jg.FeatureDim.EDGE, jg.FeatureDim.EDGE)}
+GAPS = (0.0, 1e-3, 1e-6, 1e-9, -1e-9, -1e-6, -1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("other_first", [False, True])
+def test_built_box_contacts(dtype, other_first, rng):
+    """Boxes resting face on face, edge on face, corner on face and edge across edge, touching, apart
+    and overlapping by 1e-9 to 1e-3 of their size: exact distance (the gap, where apart), the contact
+    normal, witnesses facing each other inside both features, and the features' dimensions."""
+    rows, normals, labels = built_rows(rng, list(FEATURE_DIMENSIONS), GAPS,
+                                       lambda rng: box(rng.uniform(0.2, 1, 3)),
+                                       lambda rng: box(rng.uniform(0.2, 1, 3)), 4, other_first)
+    if dtype == np.float32:
+        rows = float32_values(rows)
+    result = run(SIGNED, rows, dtype)
+    check_contract(rows, result, dtype)
+    for index, ((feature, gap), normal) in enumerate(zip(labels, normals, strict=True)):
+        size = max(size_of(rows[index][0]), size_of(rows[index][2]))
+        if gap >= 0 and dtype == np.float64:
+            assert abs(result.distance[index] - gap) <= 1e-12 * size, (index, feature, gap)
+        if dtype == np.float64 or abs(gap) >= 1e-3 * size:
+            assert np.linalg.norm(result.normal[index] - normal) <= 1e-6, (index, feature, gap)
+        dimensions = FEATURE_DIMENSIONS[feature][::-1] if other_first else FEATURE_DIMENSIONS[feature]
+        assert (result.feature_a.dimension[index], result.feature_b.dimension[index]) == dimensions, (
+            index, feature, gap)
+
+
+@pytest.mark.parametrize("box_first", [False, True])
+def test_built_capsule_box_contacts(box_first, rng):
+    """A capsule's core segment lying on a box face, standing on it by an end, and crossing an edge;
+    with the box first, a `Rounded` box (margins on both sides, some 0)."""
+    rows, normals, labels = built_rows(rng, ["face", "corner", "edges"], GAPS,
+                                       lambda rng: box(rng.uniform(0.2, 1, 3)),
+                                       lambda rng: capsule(rng.uniform(0, 0.2), rng.uniform(0.2, 1)), 4,
+                                       other_first=not box_first)
+    if box_first:
+        rows = [(jg.Rounded(a, np.float64(rng.choice([0, rng.uniform(0, 0.1)]))), pa, b, pb)
+                for a, pa, b, pb in rows]
+    result = run(SIGNED, rows)
+    check_contract(rows, result, np.float64)
+    for index, ((feature, gap), normal) in enumerate(zip(labels, normals, strict=True)):
+        shape_a, _, shape_b, _ = rows[index]
+        size = max(size_of(shape_a), size_of(shape_b))
+        if gap >= 0:
+            expected = gap - margin_of(shape_a) - margin_of(shape_b)
+            assert abs(result.distance[index] - expected) <= 1e-12 * size, (index, feature, gap)
+        assert np.linalg.norm(result.normal[index] - normal) <= 1e-6, (index, feature, gap)
+
+
+def test_degenerate_boxes(rng):
+    """Coincident boxes, flat boxes (a half extent 0), needles, points (all 0) and zero-length capsules,
+    against each other at random and coincident poses."""
+    def odd_box(rng):
+        half = rng.uniform(0.2, 1, 3)
+        kind = rng.integers(5)
+        if kind == 1:
+            half[rng.integers(3)] = 0
+        elif kind == 2:
+            half[rng.choice(3, 2, replace=False)] = rng.choice([0, 1e-4])
+        elif kind == 3:
+            half[:] = 0 if rng.integers(2) else half[0]
+        return box(half)
+
+    rows = []
+    for _ in range(48):
+        shape_a, shape_b = odd_box(rng), odd_box(rng)
+        pose_a = random_pose(rng)
+        pose_b = random_pose(rng)
+        choice = rng.integers(3)
+        if choice == 0:
+            pose_b = pose_a  # coincident
+        elif choice == 1:
+            pose_b = jg.Pose(pose_a.translation, random_rotation(rng))  # same centre
+        else:
+            pose_b = jg.Pose(pose_a.translation + rng.normal(size=3) * 0.7, pose_b.rotation)
+        rows.append((shape_a, pose_a, shape_b, pose_b))
+    rows += [(box(np.ones(3)), pose_a, box(np.ones(3)), pose_a) for pose_a in (random_pose(rng),)]
+    result = run(SIGNED, rows)
+    check_contract(rows, result, np.float64)
+    capsule_rows = [(capsule(rng.uniform(0, 0.3), rng.choice([0, 1e-4, rng.uniform(0, 1)])), a, b, pb)
+                    for _, a, b, pb in rows]
+    check_contract(capsule_rows, run(SIGNED, capsule_rows), np.float64)
+
+
+def test_invalid_input_gives_a_status_and_finite_placeholders(rng):
+    shape_a, pose_a, shape_b, pose_b = random_box_pairs(rng, 1)[0]
+    rows = [(shape_a, jg.Pose(np.array([np.nan, 0, 0]), pose_a.rotation), shape_b, pose_b),
+            (box(np.array([-1.0, 1, 1])), pose_a, shape_b, pose_b),
+            (shape_a, pose_a, shape_b, jg.Pose(pose_b.translation, np.zeros(4)))]
+    result = run(SIGNED, rows)
+    assert np.all(result.status == jg.Status.INVALID_INPUT)
+    assert all(np.all(np.isfinite(leaf)) for leaf in (result.distance, result.normal, result.point_a,
+                                                      result.point_b))
+    gradients = run(GRADIENT, rows)
+    assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(gradients))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_scales(dtype, rng):
+    """The same pairs scaled as a whole (1e-6 and 1e6 asked; the README's range at its ends) keep their
+    relative accuracy."""
+    def make_box(rng):
+        return box(rng.uniform(0.2, 1, 3))
+
+    built, _, _ = built_rows(rng, ["face", "edges"], (0.0, 1e-3, -1e-3), make_box, make_box, 2)
+    base = random_box_pairs(rng, 16) + built
+    scales = (1e-12, 1e-6, 1e6, 1e12) if dtype == np.float32 else (1e-30, 1e-6, 1e6, 1e30)
+    references = [signed_distance_polytopes(*row) for row in base]
+    rows, expected = [], []
+    for scale in scales:
+        for row, reference in zip(base, references, strict=True):
+            shape_a, pose_a, shape_b, pose_b = row
+            rows.append((box(np.asarray(shape_a.half_extents) * scale),
+                         jg.Pose(np.asarray(pose_a.translation) * scale, pose_a.rotation),
+                         box(np.asarray(shape_b.half_extents) * scale),
+                         jg.Pose(np.asarray(pose_b.translation) * scale, pose_b.rotation)))
+            expected.append((reference["distance"] * scale, scale * max(size_of(shape_a), size_of(shape_b))))
+    result = run(SIGNED, rows, dtype)
+    for index, (distance, size) in enumerate(expected):
+        assert abs(float(result.distance[index]) - distance) <= 4 * TOLERANCE[dtype] * size, (index, distance)
+        assert np.all(np.isfinite(result.point_a[index])) and np.all(np.isfinite(result.normal[index]))
+
+
+def _pose_leaves(pose_):
+    return np.concatenate([np.asarray(pose_.translation), np.asarray(pose_.rotation)])
+
+
+def _with_leaves(pose_, leaves):
+    return jg.Pose(leaves[:3], leaves[3:])
+
+
+def _shape_leaves(shape):
+    return np.concatenate([np.atleast_1d(np.asarray(leaf, np.float64))
+                           for leaf in jax.tree_util.tree_leaves(shape)])
+
+
+def _with_shape_leaves(shape, leaves):
+    sizes = [np.size(x) for x in jax.tree_util.tree_leaves(shape)]
+    parts = np.split(leaves, np.cumsum(sizes)[:-1])
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shape),
+                                        [p.reshape(np.shape(x)) for p, x in
+                                         zip(parts, jax.tree_util.tree_leaves(shape), strict=True)])
+
+
+@pytest.mark.parametrize("kinds", ["box-box", "capsule-box"])
+def test_gradients_match_central_differences(kinds, rng):
+    """d(signed distance) w.r.t. both poses (translation and quaternion) and every shape field, at
+    generic poses (apart and overlapping), against float64 central differences of the query itself."""
+    rows = random_box_pairs(rng, 24, FIRST_SHAPES[kinds])
+    gradients = run(GRADIENT, rows)
+    step = 1e-6
+    perturbed, slots = [], []
+    for index, (shape_a, pose_a, shape_b, pose_b) in enumerate(rows):
+        parts = [_shape_leaves(shape_a), _pose_leaves(pose_a), _shape_leaves(shape_b), _pose_leaves(pose_b)]
+        for part in range(4):
+            for k in range(len(parts[part])):
+                for direction in (1, -1):
+                    moved = [p.copy() for p in parts]
+                    moved[part][k] += direction * step
+                    perturbed.append((_with_shape_leaves(shape_a, moved[0]), _with_leaves(pose_a, moved[1]),
+                                      _with_shape_leaves(shape_b, moved[2]), _with_leaves(pose_b, moved[3])))
+                slots.append((index, part, k))
+    values = run(SIGNED, perturbed).distance
+    differences = (values[0::2] - values[1::2]) / (2 * step)
+    for (index, part, k), difference in zip(slots, differences, strict=True):
+        gradient = jax.tree_util.tree_map(lambda leaf, index=index: leaf[index], gradients[part])
+        leaves = (_shape_leaves(gradient) if part in (0, 2) else _pose_leaves(gradient))
+        assert abs(leaves[k] - difference) <= 1e-6, (index, part, k, leaves[k], difference, rows[index])
+
+
+def test_hessian_matches_differences_of_the_gradient(rng):
+    """`jax.hessian` (which differentiates the solver itself, forward) w.r.t. B's translation, box–box,
+    against central differences of the gradient."""
+    rows = random_box_pairs(rng, 24)
+    hessians = run(HESSIAN, [(pb.translation, a, pa, b, pb.rotation) for a, pa, b, pb in rows])
+    step = 1e-6
+    for axis in range(3):
+        moved = [[(a, pa, b, jg.Pose(pb.translation + sign * step * np.eye(3)[axis], pb.rotation))
+                  for a, pa, b, pb in rows] for sign in (1, -1)]
+        plus, minus = (run(GRADIENT, batch)[3].translation for batch in moved)
+        assert np.max(np.abs(hessians[:, axis] - (plus - minus) / (2 * step))) <= 1e-5
+
+
+def test_jacobians_agree_and_stay_finite_at_degenerate_contacts(rng):
+    """jacfwd and jacrev of distance, normal and witness points agree at generic poses, and every
+    gradient stays finite touching face on face, edge on face, corner on face and for coincident boxes."""
+    generic = random_box_pairs(rng, 32)
+    touching, _, _ = built_rows(rng, ["face", "edge", "corner", "edges"], (0.0, -1e-9, 1e-9),
+                                lambda rng: box(rng.uniform(0.2, 1, 3)),
+                                lambda rng: box(rng.uniform(0.2, 1, 3)), 2)
+    coincident = [(box(rng.uniform(0.2, 1, 3)), p, box(rng.uniform(0.2, 1, 3)), p)
+                  for p in (random_pose(rng) for _ in range(8))]
+    rows = generic + touching + coincident
+    swapped = [(pa, pb, a, b) for a, pa, b, pb in rows]
+    forward, reverse = run(JACFWD, swapped), run(JACREV, swapped)
+    for f, r in zip(jax.tree_util.tree_leaves(forward), jax.tree_util.tree_leaves(reverse), strict=True):
+        assert np.all(np.isfinite(f)) and np.all(np.isfinite(r))
+        assert np.max(np.abs(f - r)) <= 1e-9
+    gradients = run(GRADIENT, rows)
+    assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(gradients))
