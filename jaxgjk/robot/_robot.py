@@ -24,6 +24,7 @@ from ._pairs import (
     geometry_world_poses,
     nearest_per_pair,
     plan_pairs,
+    stack_signature,
 )
 from ._urdf import read_urdf
 
@@ -55,9 +56,10 @@ class RobotDistances:
 
     Fields:
         pairs: (P, 2) int32: link indices into `Robot.link_names`, or ``len(link_names) + k`` for
-            obstacle k (obstacle stacks numbered in the order given). Self pairs come first, then every
-            link with collision geometry against each obstacle. The same for every configuration (under
-            `vmap` it gains the batch axis like every field).
+            obstacle k (obstacle stacks numbered in the order given). Self pairs come first (as
+            `Robot.self_pairs`), then for each obstacle in turn every link with collision geometry
+            (`Robot.geometry_links`). The same for every configuration (under `vmap` it gains the batch
+            axis like every field).
         result: `DistanceResult` batched over the P pairs (world frame; A is the pair's first entry, so
             ``normal`` points from the first link towards the second link or the obstacle). For links
             with several collision geometries, the geometry pair of least signed distance.
@@ -211,8 +213,8 @@ class Robot:
 
     def pairs(self, obstacles=None, obstacle_poses=None) -> np.ndarray:
         """(P, 2) the pairs `distances` reports for these obstacles (host-side NumPy, no evaluation)."""
-        _, _, counts = check_obstacles(obstacles, obstacle_poses)
-        return self._plan(tuple(counts)).pairs
+        stacks, _, counts = check_obstacles(obstacles, obstacle_poses)
+        return self._plan(stacks, counts).pairs
 
     def distances(self, q, obstacles=None, obstacle_poses=None, *, base_pose: Pose | None = None,
                   config: Config | None = None) -> RobotDistances:
@@ -250,9 +252,12 @@ class Robot:
                              f"joint_names; batch with jax.vmap), got {q.shape}")
         return q.astype(float_dtype(q, self.lower))
 
-    def _plan(self, obstacle_counts):
-        plan = plan_pairs(tuple(group.links for group in self.groups), len(self.link_names), self.self_pairs,
-                          tuple(obstacle_counts))
+    def _plan(self, obstacles, counts):
+        """The `PairPlan` for these obstacle stacks and their sizes (as `check_obstacles` returns them)."""
+        sources = [group.shapes for group in self.groups] + list(obstacles)
+        plan = plan_pairs(tuple(group.links for group in self.groups),
+                          tuple(stack_signature(shapes) for shapes in sources), tuple(counts),
+                          len(self.link_names), self.self_pairs)
         if not len(plan.pairs):
             raise ValueError(f"{self.name}: no pairs to check (no self pairs and no obstacles)")
         return plan
@@ -260,21 +265,23 @@ class Robot:
 
 @functools.partial(jax.jit, static_argnames=("config",))
 def _distances(robot, q, obstacles, obstacle_poses, base_pose, config):
-    plan = robot._plan(tuple(np.shape(p.translation)[0] for p in obstacle_poses))
+    plan = robot._plan(obstacles, [np.shape(poses.translation)[0] for poses in obstacle_poses])
     geometry_poses = geometry_world_poses(robot.groups, robot.kinematics.link_poses(q, base_pose))
     kwargs = {} if config is None else {"config": config}
-    flat = evaluate(signed_distance, plan, robot.groups, geometry_poses, obstacles, obstacle_poses, **kwargs)
+    flat = evaluate(signed_distance, plan, [group.shapes for group in robot.groups] + list(obstacles),
+                    geometry_poses + list(obstacle_poses), **kwargs)
     return RobotDistances(jnp.asarray(plan.pairs, jnp.int32), nearest_per_pair(flat, plan.table))
 
 
 @jax.jit
 def _contacts(robot, qs):
     """(S, P) bool: each self pair of `robot` in contact at each configuration qs (S, J)."""
-    plan = robot._plan(())
+    plan = robot._plan([], [])
 
     def one(q):
         poses = geometry_world_poses(robot.groups, robot.kinematics.link_poses(q, robot.base_pose))
-        return any_per_pair(evaluate(intersect, plan, robot.groups, poses, [], []), plan.table)
+        return any_per_pair(evaluate(intersect, plan, [group.shapes for group in robot.groups], poses),
+                            plan.table)
 
     return jax.vmap(one)(qs)
 

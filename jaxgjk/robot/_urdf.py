@@ -20,8 +20,10 @@ from .._hull import convex_hull
 # Joint kinds jaxgjk.robot moves; URDF's "floating" and "planar" joints are refused.
 MOVABLE_KINDS = ("revolute", "continuous", "prismatic")
 JOINT_KINDS = MOVABLE_KINDS + ("fixed",)
-# A mesh vertex deeper than this fraction of the hull's size below every facet makes the mesh non-convex.
-_INSIDE_HULL_TOLERANCE = 1e-6
+# A face deeper than this fraction of the hull's size (its bounding box diagonal) below every facet makes
+# the mesh non-convex; shallower dents are tessellation noise (the Panda's meshes have dents of 0.02-0.23
+# mm, 1e-4-1e-3 of their size, link6 a 34 mm hollow).
+_INSIDE_HULL_TOLERANCE = 1e-3
 
 
 class NonConvexMeshWarning(UserWarning):
@@ -119,8 +121,9 @@ def resolve_mesh_path(filename: str, urdf_path: pathlib.Path, package_dirs: dict
                             "pass package_dirs={'NAME': folder} for package:// references")
 
 
-def mesh_vertices(path: pathlib.Path) -> np.ndarray:
-    """(V, 3) float64 vertices of a mesh file (every format trimesh reads; faces' vertices only).
+def read_mesh(path: pathlib.Path):
+    """A mesh file's (V, 3) float64 vertices and (F, 3) int triangles (every format trimesh reads; the
+    vertices of its faces only, or all of them for a point cloud, then F = 0).
 
     Raises:
         ValueError: naming the file, when it holds no vertices.
@@ -129,22 +132,28 @@ def mesh_vertices(path: pathlib.Path) -> np.ndarray:
 
     loaded = trimesh.load(str(path), force="mesh", process=False)
     vertices = np.asarray(getattr(loaded, "vertices", np.zeros((0, 3))), np.float64).reshape(-1, 3)
-    faces = np.asarray(getattr(loaded, "faces", np.zeros((0, 3), int)))
-    if faces.size:  # unreferenced vertices are not part of the surface
-        vertices = vertices[np.unique(faces)]
+    faces = np.asarray(getattr(loaded, "faces", np.zeros((0, 3), int)), np.int64).reshape(-1, 3)
+    if len(faces):  # unreferenced vertices are not part of the surface
+        used, faces = np.unique(faces, return_inverse=True)
+        vertices, faces = vertices[used], faces.reshape(-1, 3)
     if not len(vertices):
         raise ValueError(f"collision mesh {path} holds no vertices")
-    return vertices
+    return vertices, faces
 
 
-def vertices_inside_hull(points, hull) -> int:
-    """How many of `points` (N, 3) lie strictly inside `hull` (deeper than a tolerance below every
-    facet): a mesh with such vertices is not convex (or carries interior points)."""
+def faces_inside_hull(vertices, faces, hull):
+    """(count, depth): how many faces of a mesh lie inside its convex `hull` rather than on its surface,
+    and how deep the deepest face centroid lies (input units). A face lies in a facet of the hull exactly
+    when its centroid does (the face is inside the hull and touches a supporting plane at a
+    relative-interior point), so faces whose centroid is deeper than a tolerance below every facet are
+    counted. (0, 0.0) for a convex mesh. Point clouds (no faces) count their interior points."""
     if hull.dim < 3:
-        return 0
+        return 0, 0.0
+    points = vertices[faces].mean(axis=1) if len(faces) else vertices
     size = float(np.linalg.norm(np.ptp(hull.vertices, axis=0)))
-    heights = points @ hull.face_normals.T - hull.face_offsets
-    return int(np.sum(np.max(heights, axis=1) < -_INSIDE_HULL_TOLERANCE * size))
+    depths = -np.max(points @ hull.face_normals.T - hull.face_offsets, axis=1)
+    inside = depths > _INSIDE_HULL_TOLERANCE * size
+    return int(np.sum(inside)), float(np.max(depths, initial=0.0)) if inside.any() else 0.0
 
 
 def _geometry(link_name, collision, urdf_path, package_dirs, non_convex) -> GeometryDescription:
@@ -157,11 +166,14 @@ def _geometry(link_name, collision, urdf_path, package_dirs, non_convex) -> Geom
         path = resolve_mesh_path(geometry.mesh.filename, urdf_path, package_dirs)
         scale = np.broadcast_to(np.asarray(1.0 if geometry.mesh.scale is None else geometry.mesh.scale,
                                            np.float64), (3,))
-        points = mesh_vertices(path) * scale
+        vertices, faces = read_mesh(path)
+        points = vertices * scale
         hull = convex_hull(points)
-        inside = vertices_inside_hull(points, hull)
+        inside, depth = faces_inside_hull(points, faces, hull)
         if inside:
-            non_convex.append(f"{path.name} ({inside} of {len(points)} vertices inside the hull)")
+            kind = "faces" if len(faces) else "points"
+            non_convex.append(f"{path.name} ({inside} of {len(faces) or len(points)} {kind} inside the hull, "
+                              f"up to {depth:.3g} deep)")
         return GeometryDescription(link_name, "mesh", hull.vertices, origin, str(path))
     if geometry.box is not None:
         return GeometryDescription(link_name, "box", np.asarray(geometry.box.size, np.float64) / 2, origin,
@@ -265,6 +277,7 @@ def read_urdf(path, *, package_dirs=None) -> RobotDescription:
     geometries = tuple(_geometry(name, collision, urdf_path, package_dirs or {}, non_convex)
                        for name in links for collision in by_name[name].collisions)
     if non_convex:
+        non_convex = list(dict.fromkeys(non_convex))  # a mesh used by several links is named once
         warnings.warn(f"{urdf_path.name}: {len(non_convex)} non-convex collision mesh(es) replaced by "
                       f"their convex hulls: {', '.join(non_convex)}", NonConvexMeshWarning, stacklevel=3)
     return RobotDescription(urdf.robot.name, links, joints, geometries)
