@@ -47,27 +47,28 @@ def panda():
 
 @pytest.fixture(scope="module")
 def bullet(panda):
-    """A pybullet DIRECT client with the Panda (fixed base at the origin) and 10 boxes as mesh hulls."""
+    """pybullet's DIRECT client (the only one in this process) with the Panda (fixed base at the origin)
+    and 10 boxes as mesh hulls."""
     client = pybullet.connect(pybullet.DIRECT)
-    body = pybullet.loadURDF(PANDA, useFixedBase=True, physicsClientId=client)
-    infos = [pybullet.getJointInfo(body, j, physicsClientId=client)
-             for j in range(pybullet.getNumJoints(body, physicsClientId=client))]
+    body = pybullet.loadURDF(PANDA, useFixedBase=True)
+    infos = [pybullet.getJointInfo(body, j)
+             for j in range(pybullet.getNumJoints(body))]
     joints = {info[1].decode(): info[0] for info in infos}
     links = {info[12].decode(): info[0] for info in infos}
     links[panda.link_names[0]] = -1  # the base
     rng = np.random.default_rng(17)
     half_extents = rng.uniform(0.03, 0.15, (10, 3))
-    poses = jax.vmap(jg.Pose.from_euler_xyz)(jnp.asarray(rng.uniform(-np.pi, np.pi, (10, 3))),
-                                              jnp.asarray(rng.uniform([-0.6, -0.6, 0], [0.6, 0.6, 1], (10, 3))))
+    angles = rng.uniform(-np.pi, np.pi, (10, 3))
+    centres = rng.uniform([-0.6, -0.6, 0], [0.6, 0.6, 1], (10, 3))
+    poses = jax.vmap(jg.Pose.from_euler_xyz)(jnp.asarray(angles), jnp.asarray(centres))
     obstacles = []
     for half, translation, (w, x, y, z) in zip(half_extents, np.asarray(poses.translation),
                                                np.asarray(poses.rotation), strict=True):
         corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
-        shape = pybullet.createCollisionShape(pybullet.GEOM_MESH, vertices=corners.tolist(),
-                                              physicsClientId=client)
+        shape = pybullet.createCollisionShape(pybullet.GEOM_MESH, vertices=corners.tolist())
         obstacles.append(pybullet.createMultiBody(0, shape, basePosition=translation.tolist(),
-                                                  baseOrientation=[x, y, z, w], physicsClientId=client))
-    yield dict(client=client, body=body, joints=joints, links=links, obstacles=obstacles,
+                                                  baseOrientation=[x, y, z, w]))
+    yield dict(body=body, joints=joints, links=links, obstacles=obstacles,
                boxes=jg.Box(jnp.asarray(half_extents)), poses=poses)
     pybullet.disconnect(client)
 
@@ -79,10 +80,9 @@ def configurations(panda):
 
 def _set_configuration(bullet, joint_names, q):
     for name, value in zip(joint_names, q, strict=True):
-        pybullet.resetJointState(bullet["body"], bullet["joints"][name], value, physicsClientId=bullet["client"])
+        pybullet.resetJointState(bullet["body"], bullet["joints"][name], value)
     # pybullet ignores <mimic>: the second finger follows the first by hand.
-    pybullet.resetJointState(bullet["body"], bullet["joints"]["panda_finger_joint2"], q[-1],
-                             physicsClientId=bullet["client"])
+    pybullet.resetJointState(bullet["body"], bullet["joints"]["panda_finger_joint2"], q[-1])
 
 
 def test_links_joints_and_self_pairs(panda):
@@ -102,19 +102,20 @@ def test_forward_kinematics_matches_pybullet(panda, bullet, configurations):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NonConvexMeshWarning)
         panda64 = Robot.from_urdf(PANDA, dtype=np.float64, self_pairs=panda.self_pairs)
-    poses = jax.jit(jax.vmap(panda64.link_poses))(jnp.asarray(configurations))
-    worst = 0.0
-    for index, q in enumerate(configurations):
+    ours = jax.jit(jax.vmap(panda64.link_poses))(jnp.asarray(configurations))
+    translations, rotations = [], []  # Bullet's link frames (URDF frames, not its inertial frames)
+    for q in configurations:
         _set_configuration(bullet, panda.joint_names, q)
-        for link, name in enumerate(panda.link_names[1:], start=1):
-            state = pybullet.getLinkState(bullet["body"], bullet["links"][name], computeForwardKinematics=True,
-                                          physicsClientId=bullet["client"])
-            x, y, z, w = state[5]
-            expected = jg.Pose(jnp.asarray(state[4]), jnp.asarray([w, x, y, z]))
-            got = jax.tree_util.tree_map(lambda leaf, i=index, k=link: leaf[i, k], poses)
-            worst = max(worst, float(jnp.abs(got.translation - expected.translation).max()),
-                        float(jnp.abs(got.rotation_matrix() - expected.rotation_matrix()).max()))
-    assert worst < 1e-6
+        for name in panda.link_names[1:]:
+            state = pybullet.getLinkState(bullet["body"], bullet["links"][name],
+                                          computeForwardKinematics=True)
+            translations.append(state[4])
+            rotations.append(np.roll(state[5], 1))  # (x, y, z, w) -> (w, x, y, z)
+    theirs = jg.Pose(jnp.asarray(translations).reshape(NUM_CONFIGURATIONS, -1, 3),
+                     jnp.asarray(rotations).reshape(NUM_CONFIGURATIONS, -1, 4))
+    np.testing.assert_allclose(ours.translation[:, 1:], theirs.translation, atol=1e-6)
+    np.testing.assert_allclose(ours.rotation_matrix()[:, 1:], theirs.rotation_matrix(), atol=1e-6)
+    np.testing.assert_allclose(ours.translation[:, 0], 0, atol=1e-15)  # the base stays at the origin
 
 
 def _bullet_closest(bullet, panda, pair):
@@ -124,10 +125,10 @@ def _bullet_closest(bullet, panda, pair):
     link_a = bullet["links"][panda.link_names[a]]
     if b < num_links:
         points = pybullet.getClosestPoints(bullet["body"], bullet["body"], 10.0, link_a,
-                                           bullet["links"][panda.link_names[b]], physicsClientId=bullet["client"])
+                                           bullet["links"][panda.link_names[b]])
     else:
-        points = pybullet.getClosestPoints(bullet["body"], bullet["obstacles"][b - num_links], 10.0, link_a, -1,
-                                           physicsClientId=bullet["client"])
+        obstacle = bullet["obstacles"][b - num_links]
+        points = pybullet.getClosestPoints(bullet["body"], obstacle, 10.0, link_a, -1)
     if not points:
         return None
     nearest = min(points, key=lambda point: point[8])
@@ -176,7 +177,8 @@ def _exact_signed_distance(robot, bullet, q, pair):
             box, pose = bullet["boxes"], bullet["poses"]
             half = np.asarray(box.half_extents[link - num_links])
             corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
-            return np.asarray(jax.tree_util.tree_map(lambda leaf: leaf[link - num_links], pose).apply(corners))
+            return np.asarray(jax.tree_util.tree_map(lambda leaf: leaf[link - num_links], pose).apply(
+                corners))
         row = group.links.index(link)
         vertices = np.asarray(group.shapes.vertices[row], np.float64)[np.asarray(group.shapes.mask[row])]
         pose = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf[row], np.float64), poses)
