@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._batch import _exchanged
+from .._batch import _exchanged, _is_single
 from .._pose import Pose
 from .._result import DistanceResult
 from .._shapes import Shape
@@ -195,14 +195,6 @@ def geometry_world_poses(groups, link_poses: Pose) -> list:
     return [_take(link_poses, np.asarray(group.links)).compose(group.origins) for group in groups]
 
 
-def _is_single_shape(shape) -> bool:
-    try:
-        shape.check("shape")
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
 def check_obstacles(obstacles, obstacle_poses):
     """Normalise `obstacles` / `obstacle_poses` to lists of shape stacks and `Pose` stacks (trace time).
 
@@ -229,7 +221,7 @@ def check_obstacles(obstacles, obstacle_poses):
         count = np.shape(poses.translation)[0]
         if np.shape(poses.rotation)[0] != count:
             raise ValueError(f"obstacle_poses[{index}]: translation and rotation differ in length")
-        if _is_single_shape(stack):
+        if _is_single(stack):
             stack = jax.tree_util.tree_map(
                 lambda leaf, k=count: jnp.broadcast_to(leaf, (k,) + np.shape(leaf)), stack)
         else:
