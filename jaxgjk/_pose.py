@@ -135,6 +135,23 @@ class Pose:
         )
         return Pose(translation, rotation)
 
+    @staticmethod
+    def from_wxyz_xyz(value) -> Pose:
+        """From jaxlie's SE3 layout: a (*, 7) array ``[qw, qx, qy, qz, x, y, z]``, or any object with a
+        ``wxyz_xyz`` attribute holding one (a ``jaxlie.SE3``; jaxlie itself is not needed)."""
+        value = jnp.asarray(getattr(value, "wxyz_xyz", value))
+        if value.shape[-1:] != (7,):
+            raise ValueError(f"wxyz_xyz must have shape (..., 7), got {value.shape}")
+        value = value.astype(float_dtype(value))
+        return Pose(value[..., 4:], value[..., :4])
+
+    @property
+    def wxyz_xyz(self):
+        """(*, 7) ``[qw, qx, qy, qz, x, y, z]``, jaxlie's SE3 layout: ``jaxlie.SE3(pose.wxyz_xyz)``."""
+        rotation, translation = jnp.asarray(self.rotation), jnp.asarray(self.translation)
+        dtype = float_dtype(rotation, translation)
+        return jnp.concatenate([rotation.astype(dtype), translation.astype(dtype)], axis=-1)
+
     def unit_rotation(self):
         """The rotation quaternion (*, 4) normalised (identity where it was zero or not finite)."""
         return normalized_quaternion(self.rotation)[0]

@@ -15,12 +15,14 @@ pytestmark = pytest.mark.notebooks
 NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 FIGURE_DIR = NOTEBOOK_DIR / "figures"  # the README's pictures, one per notebook, from full-size runs
+# Packages a notebook needs beyond the `notebooks` extra's basics (skipped without them).
+REQUIREMENTS = {"05_panda": ("pybullet", "yourdfpy", "trimesh")}
 
 
 def test_notebooks_found():
     names = {path.name for path in NOTEBOOKS}
     assert {"01_quickstart.ipynb", "02_trajectory_optimisation.ipynb", "03_robot_arm.ipynb",
-            "04_massive_pairs.ipynb"} <= names
+            "04_massive_pairs.ipynb", "05_panda.ipynb"} <= names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
@@ -29,6 +31,8 @@ def test_notebook_runs(path, monkeypatch):
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     pytest.importorskip("matplotlib")
+    for requirement in REQUIREMENTS.get(path.stem, ()):
+        pytest.importorskip(requirement)
 
     notebook = nbformat.read(path, as_version=4)
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), (
