@@ -187,7 +187,7 @@ def _pieces(n: int, chunk: int) -> list[np.ndarray]:
     return out
 
 
-def timed_runs(fn, repeats: int, budget: float) -> tuple[list[float], list[float], object]:
+def _timed_runs(fn, repeats: int, budget: float) -> tuple[list[float], list[float], object]:
     """Run ``fn`` up to ``repeats`` times, stopping when the next run would pass ``budget`` s.
 
     Returns (wall seconds per run, process CPU seconds per run, last output).
@@ -295,7 +295,7 @@ def run_jaxgjk_ladder(spec, cases_by_pen: dict, query: str, dtype: str, sizes, a
                 outs = [exe(*p) for p in pieces]
                 return jax.block_until_ready(outs)
 
-            walls, cpus, outs = timed_runs(call, args.repeats, args.budget)
+            walls, cpus, outs = _timed_runs(call, args.repeats, args.budget)
             best = int(np.argmin(walls))
             summary = summarize_jaxgjk_output(query, outs, n, keep, pen)
             del outs, pieces
