@@ -29,10 +29,13 @@ On that batch:
   witness points against MuJoCo's ``fromto``, statuses, iterations, and whether every copy of a pair
   in the batch gave the same answer.
 
-Writes ``results/<tag>.json`` (every number) and ``results/<tag>.md`` (tables).  Resumable: the
-scenarios already in ``<tag>.json`` are kept and those run now replace theirs, so a long baseline
-runs as several commands (each under 10 minutes) with the same ``--tag``; ``--fresh`` starts over.
-The tables list every command that contributed, with its load average and jaxgjk source hash.
+Writes ``results/<tag>.json`` (every number) and ``results/<tag>.md`` (tables).  Resumable: what
+is already in ``<tag>.json`` is kept and what runs now replaces its part (a scenario's MuJoCo
+numbers, the kernels of ``--kernels``, the cold compiles of ``--cold-kernels``), so a long
+baseline runs as several commands, each under 10 minutes, with the same ``--tag``: a few
+scenarios each, a slow scenario's kernels in turn (``--kernels``), its cold compiles on their own
+(``--no-cold``, then ``--cold-only``).  ``--fresh`` starts over.  The tables list every command
+that contributed, with its load average and jaxgjk source hash.
 
 Needs only jaxgjk's own venv (jax, numpy, scipy, mujoco) and gcc.  Run it from the repository root;
 it measures the jaxgjk of its own checkout::
@@ -73,7 +76,7 @@ SCENARIOS = ("sphere-sphere", "sphere-capsule", "capsule-capsule", "sphere-box",
 QUERIES = ("distance", "signed_distance", "intersect")
 COLD_KERNELS = ("distance", "signed_distance", "value_and_grad")
 DTYPE = "float32"
-SETTINGS = ("tile", "pairs", "repeats", "budget", "queries", "seed", "mj_layout")  # must agree to merge
+SETTINGS = ("tile", "pairs", "repeats", "budget", "seed", "mj_layout")  # must agree to merge
 
 
 def parse_scenario(label: str) -> tuple[str, int | None]:
@@ -316,7 +319,7 @@ def run_scenario(label: str, args, log) -> dict:
     else:
         inputs = {pen: jax.block_until_ready(R.jaxgjk_args(batch, np.arange(batch.n), DTYPE))
                   for pen, (_, batch) in cases.items()}
-        for kernel in kernels_for(args.queries):
+        for kernel in args.kernels:
             t0 = time.perf_counter()
             lowered = jax.jit(kernel_fn(cases[False][1], kernel)).lower(*inputs[False])
             t1 = time.perf_counter()
@@ -336,11 +339,6 @@ def run_scenario(label: str, args, log) -> dict:
                     f"best {timing['seconds']:.4f} s of {len(timing['runs'])} -> "
                     f"{timing['rate'] / 1e3:9.1f} k pairs/s (cpu x{timing['cpu_util']:.1f})")
             del exe, lowered
-        for row in rows.values():
-            vag, sd = row["jaxgjk"]["value_and_grad"], row["jaxgjk"].get("signed_distance")
-            if sd:
-                row["vag_over_sd"] = vag["seconds"] / sd["seconds"]
-                row["vag_over_sd_cpu"] = vag["cpu_s"] / sd["cpu_s"]
         del inputs
         jax.clear_caches()
         if not args.no_cold:
@@ -405,13 +403,29 @@ def load_store(path: str, fresh: bool) -> dict:
         return json.load(f)
 
 
+def merge_entry(old: dict | None, new: dict) -> dict:
+    """A scenario's stored entry updated with a new measurement of some of its kernels.
+
+    MuJoCo's numbers, the load and the skip note come from ``new``; jaxgjk's timings, checks and
+    compile times of kernels that ``new`` did not measure are kept from ``old``.
+    """
+    if old is None:
+        return new
+    out = dict(new, compile=old["compile"] | new["compile"], cold=old["cold"] | new["cold"],
+               runs=sorted(set(old["runs"]) | set(new["runs"])))
+    for key, row in out["rows"].items():
+        prev = old["rows"].get(key, {})
+        row["jaxgjk"] = prev.get("jaxgjk", {}) | row["jaxgjk"]
+        row["checks"] = prev.get("checks", {}) | row["checks"]
+    return out
+
+
 def save_store(store: dict, prefix: str) -> None:
     """Write ``<prefix>.json`` (runs no scenario refers to any more are dropped) and the tables."""
-    refs = ("run", "cold_run")  # indices into runs
-    used = sorted({e[r] for e in store["scenarios"].values() for r in refs if e.get(r) is not None})
+    used = sorted({i for e in store["scenarios"].values() for i in e["runs"]})
     renumber = {old: new for new, old in enumerate(used)}
     store = dict(runs=[store["runs"][i] for i in used],
-                 scenarios={k: dict(v, **{r: renumber[v[r]] for r in refs if v.get(r) is not None})
+                 scenarios={k: dict(v, runs=[renumber[i] for i in v["runs"]])
                             for k, v in store["scenarios"].items()})
     with open(prefix + ".json", "w") as f:
         json.dump(R._jsonable(store), f, indent=1)
@@ -520,12 +534,14 @@ def markdown(store: dict) -> str:
     w("|---|---|---|---|---|---|---|")
     for e in entries:
         for key, row in e["rows"].items():
-            repeats = runs[e["run"]]["options"]["repeats"]
+            repeats = runs[e["runs"][-1]]["options"]["repeats"]
             dist, sd = (_rates_and_ratios(row, q, "rate", repeats)
                         for q in ("distance", "signed_distance"))
+            vag, sdt = row["jaxgjk"].get("value_and_grad"), row["jaxgjk"].get("signed_distance")
             w(f"| {e['scenario']} {key} | {_rate(row['mujoco']['rate'])} | {dist[0]} | {dist[1]} | "
-              f"{sd[0]} | {sd[1]} | {_ratio(row.get('vag_over_sd'))} / "
-              f"{_ratio(row.get('vag_over_sd_cpu'))} |")
+              f"{sd[0]} | {sd[1]} | "
+              + (f"{_ratio(vag['seconds'] / sdt['seconds'])} / {_ratio(vag['cpu_s'] / sdt['cpu_s'])}"
+                 if vag and sdt else "–") + " |")
     w("\n## Throughput per CPU-second\n")
     w("Pairs divided by the process CPU time of the same timed call or pass (all threads): "
       "MuJoCo's is its speed on a core of its own, jaxgjk's its work per core, so the ratios "
@@ -536,7 +552,7 @@ def markdown(store: dict) -> str:
     w("|---|---|---|---|---|---|---|")
     for e in entries:
         for key, row in e["rows"].items():
-            repeats = runs[e["run"]]["options"]["repeats"]
+            repeats = runs[e["runs"][-1]]["options"]["repeats"]
             dist, sd = (_rates_and_ratios(row, q, "rate_cpu", repeats)
                         for q in ("distance", "signed_distance"))
             share = row["jaxgjk"].get("signed_distance", {}).get("cpu_util")
@@ -616,6 +632,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5, help="timed calls / passes (best is kept)")
     ap.add_argument("--budget", type=float, default=20.0,
                     help="seconds of timed jaxgjk calls per measurement (at least one call)")
+    ap.add_argument("--kernels", default=None,
+                    help="timed kernels (default: every kernel of --queries, then value_and_grad); "
+                         "those not run keep their stored results")
     ap.add_argument("--cold-kernels", default=",".join(COLD_KERNELS),
                     help="kernels compiled again in fresh processes")
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh-process compiles")
@@ -645,8 +664,11 @@ def main(argv=None) -> int:
             ap.error(str(e))
     if any(q not in QUERIES for q in args.queries):
         ap.error(f"--queries must be among {QUERIES}")
-    if any(k not in kernels_for(args.queries) for k in args.cold_kernels):
-        ap.error(f"--cold-kernels must be among {kernels_for(args.queries)}")
+    args.kernels = ([k for k in args.kernels.split(",") if k] if args.kernels
+                    else kernels_for(args.queries))
+    for option in ("kernels", "cold_kernels"):
+        if any(k not in kernels_for(args.queries) for k in getattr(args, option)):
+            ap.error(f"--{option.replace('_', '-')} must be among {kernels_for(args.queries)}")
     if args.tile < 1 or args.pairs % args.tile:
         ap.error("--pairs must be a positive multiple of --tile")
     if args.cold_only and args.no_cold:
@@ -676,6 +698,7 @@ def main(argv=None) -> int:
                     loadavg_start=load_start, scenarios=scenarios, env=env,
                     options=dict(tile=args.tile, pairs=args.pairs, repeats=args.repeats,
                                  budget=args.budget, queries=args.queries, seed=args.seed,
+                                 kernels=args.kernels,
                                  mj_layout=args.mj_layout, mode="cold-only" if args.cold_only
                                  else "mujoco-only" if args.mujoco_only else "all",
                                  cold_kernels=[] if args.no_cold else args.cold_kernels))
@@ -683,12 +706,14 @@ def main(argv=None) -> int:
     run_index = len(store["runs"]) - 1
     for label in scenarios:
         log(f"== {label}")
+        old = store["scenarios"].get(label)
         if args.cold_only:
-            entry = store["scenarios"][label]
-            entry.update(cold=cold_compiles(label, args, log), cold_run=run_index)
+            entry = dict(old, cold=old["cold"] | cold_compiles(label, args, log),
+                         runs=sorted(set(old["runs"]) | {run_index}))
         else:
             entry = run_scenario(label, args, log)
-            entry.update(run=run_index, cold_run=None if args.no_cold else run_index)
+            entry["runs"] = [run_index]
+            entry = merge_entry(old, entry)
         store["scenarios"][label] = entry
         run_meta.update(loadavg_end=os.getloadavg()[0], total_s=time.perf_counter() - t_start)
         save_store(store, prefix)  # after every scenario: an interrupted run keeps what it did
