@@ -391,8 +391,20 @@ def environment() -> dict:
                 platform=platform.platform(), python=sys.version.split()[0], gcc=gcc,
                 versions=versions, jax_device=str(jax.devices()[0]), jaxgjk_version=jg.__version__,
                 jaxgjk_source=R.jaxgjk_source_id(), xla_flags=os.environ.get("XLA_FLAGS", ""),
+                jaxgjk_git=git_state(os.path.dirname(jg.__file__)),
                 mujoco_compile=" ".join(shlex.quote(a) for a in
                                         P.native_compile_command("benchmarks/build/mujoco_native")))
+
+
+def git_state(path: str) -> dict:
+    """HEAD of the checkout holding ``path``, the last commit that touched it, uncommitted edits."""
+    def git(*a):
+        done = subprocess.run(["git", "-C", path, *a], capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    return dict(head=git("rev-parse", "--short", "HEAD"),
+                last_commit=git("log", "-1", "--format=%h %ad", "--date=short", "--", "."),
+                dirty=bool(git("status", "--porcelain", "--", ".")))
 
 
 def load_store(path: str, fresh: bool) -> dict:
@@ -494,7 +506,10 @@ def markdown(store: dict) -> str:
         w(f"- versions: python {env['python']}, jax {v.get('jax')}, jaxlib {v.get('jaxlib')}, numpy "
           f"{v.get('numpy')}, mujoco {v.get('mujoco')}, {env['gcc']}; jaxgjk {env['jaxgjk_version']} "
           f"(sha256 of its sources {env['jaxgjk_source']['sha256']}, newest file "
-          f"{env['jaxgjk_source']['latest_mtime']}); XLA_FLAGS `{env['xla_flags']}`")
+          f"{env['jaxgjk_source']['latest_mtime']}; git: last commit touching `jaxgjk/` "
+          f"{env.get('jaxgjk_git', {}).get('last_commit')}"
+          + (", with uncommitted edits" if env.get("jaxgjk_git", {}).get("dirty") else "")
+          + f"); XLA_FLAGS `{env['xla_flags']}`")
         w(f"- pairs: per scenario, `cases.make_case(kind, {opts['tile']}, penetrating, "
           f"seed={opts['seed']}, n_vertices)` ({opts['tile']} distinct pairs: random sizes, poses and "
           f"shared polytope meshes), repeated {opts['pairs'] // opts['tile']} times: "
