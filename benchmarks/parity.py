@@ -47,6 +47,7 @@ it measures the jaxgjk of its own checkout::
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import json
 import os
@@ -331,6 +332,9 @@ def run_scenario(label: str, args, log) -> dict:
                 timing["rate"] = args.pairs / timing["seconds"]
                 timing["rate_cpu"] = args.pairs / timing["cpu_s"]
                 row = rows["pen" if pen else "sep"]
+                # ratios use MuJoCo's pass of the same command, even after merging commands
+                timing["mujoco_rate"] = row["mujoco"]["rate"]
+                timing["mujoco_rate_cpu"] = row["mujoco"]["rate_cpu"]
                 row["jaxgjk"][kernel] = timing
                 row["checks"][kernel] = check_kernel(kernel, _numpy_outputs(kernel, out), args.tile,
                                                      pen, mj_data[pen], refs[pen])
@@ -415,6 +419,15 @@ def load_store(path: str, fresh: bool) -> dict:
         return json.load(f)
 
 
+def run_records(entry: dict) -> list[dict]:
+    """The records of a scenario that name the command (index into runs) that measured them.
+
+    The entry itself (MuJoCo, load), each jaxgjk kernel's timing, each compile, each cold compile.
+    """
+    return ([entry] + [t for row in entry["rows"].values() for t in row["jaxgjk"].values()]
+            + list(entry["compile"].values()) + list(entry["cold"].values()))
+
+
 def merge_entry(old: dict | None, new: dict) -> dict:
     """A scenario's stored entry updated with a new measurement of some of its kernels.
 
@@ -423,8 +436,7 @@ def merge_entry(old: dict | None, new: dict) -> dict:
     """
     if old is None:
         return new
-    out = dict(new, compile=old["compile"] | new["compile"], cold=old["cold"] | new["cold"],
-               runs=sorted(set(old["runs"]) | set(new["runs"])))
+    out = dict(new, compile=old["compile"] | new["compile"], cold=old["cold"] | new["cold"])
     for key, row in out["rows"].items():
         prev = old["rows"].get(key, {})
         row["jaxgjk"] = prev.get("jaxgjk", {}) | row["jaxgjk"]
@@ -433,12 +445,14 @@ def merge_entry(old: dict | None, new: dict) -> dict:
 
 
 def save_store(store: dict, prefix: str) -> None:
-    """Write ``<prefix>.json`` (runs no scenario refers to any more are dropped) and the tables."""
-    used = sorted({i for e in store["scenarios"].values() for i in e["runs"]})
+    """Write ``<prefix>.json`` (runs no record refers to any more are dropped) and the tables."""
+    store = copy.deepcopy(store)
+    records = [r for e in store["scenarios"].values() for r in run_records(e)]
+    used = sorted({r["run"] for r in records})
     renumber = {old: new for new, old in enumerate(used)}
-    store = dict(runs=[store["runs"][i] for i in used],
-                 scenarios={k: dict(v, runs=[renumber[i] for i in v["runs"]])
-                            for k, v in store["scenarios"].items()})
+    for r in records:
+        r["run"] = renumber[r["run"]]
+    store["runs"] = [store["runs"][i] for i in used]
     with open(prefix + ".json", "w") as f:
         json.dump(R._jsonable(store), f, indent=1)
     with open(prefix + ".md", "w") as f:
@@ -460,17 +474,18 @@ def _ratio(x) -> str:
     return f"{x:.3g}"
 
 
-def _rates_and_ratios(row: dict, query: str, rate: str, repeats: int) -> tuple[str, str]:
+def _rates_and_ratios(row: dict, query: str, rate: str, runs: list[dict]) -> tuple[str, str]:
     """Table cells "full / fromto" of jaxgjk's ``rate`` for ``query`` and of its ratio to MuJoCo's.
 
-    † marks a rate from fewer than ``repeats`` timed calls.
+    † marks a rate from fewer timed calls than its command's ``--repeats``.
     """
-    mj = row["mujoco"][rate]
     timings = [row["jaxgjk"].get(k, {}) for k in (query, f"{query}/fromto")]
     rates = [t.get(rate) for t in timings]
-    return (" / ".join(_rate(r) + ("†" if t and len(t["runs"]) < repeats else "")
+    mj = [t.get(f"mujoco_{rate}") for t in timings]
+    return (" / ".join(_rate(r) + ("†" if t and len(t["runs"]) < runs[t["run"]]["options"]["repeats"]
+                                   else "")
                        for r, t in zip(rates, timings, strict=True)),
-            " / ".join(_ratio(r / mj if r else None) for r in rates))
+            " / ".join(_ratio(r / m if r else None) for r, m in zip(rates, mj, strict=True)))
 
 
 def _sec(x) -> str:
@@ -533,8 +548,9 @@ def markdown(store: dict) -> str:
           "inside). The MuJoCo column is with `fromto` (witness points) written; the JSON also has "
           "it without")
         w("- ratio = jaxgjk pairs/s (2 cores) / MuJoCo pairs/s (1 core, with fromto); > 1: jaxgjk "
-          "faster. MuJoCo has one routine (signed): the `distance` ratios set jaxgjk's GJK-only "
-          "query against it")
+          "faster. Each ratio uses MuJoCo's pass measured by the same command as the jaxgjk "
+          "kernel (a scenario measured in parts shows its last command's MuJoCo rate). MuJoCo "
+          "has one routine (signed): the `distance` ratios set jaxgjk's GJK-only query against it")
         w("- cold compile: `lower` + `compile` of the kernel in a fresh Python process (nothing "
           "compiled before, persistent compilation cache off); the JSON also has the import and "
           "whole-process times\n")
@@ -549,8 +565,7 @@ def markdown(store: dict) -> str:
     w("|---|---|---|---|---|---|---|")
     for e in entries:
         for key, row in e["rows"].items():
-            repeats = runs[e["runs"][-1]]["options"]["repeats"]
-            dist, sd = (_rates_and_ratios(row, q, "rate", repeats)
+            dist, sd = (_rates_and_ratios(row, q, "rate", runs)
                         for q in ("distance", "signed_distance"))
             vag, sdt = row["jaxgjk"].get("value_and_grad"), row["jaxgjk"].get("signed_distance")
             w(f"| {e['scenario']} {key} | {_rate(row['mujoco']['rate'])} | {dist[0]} | {dist[1]} | "
@@ -567,8 +582,7 @@ def markdown(store: dict) -> str:
     w("|---|---|---|---|---|---|---|")
     for e in entries:
         for key, row in e["rows"].items():
-            repeats = runs[e["runs"][-1]]["options"]["repeats"]
-            dist, sd = (_rates_and_ratios(row, q, "rate_cpu", repeats)
+            dist, sd = (_rates_and_ratios(row, q, "rate_cpu", runs)
                         for q in ("distance", "signed_distance"))
             share = row["jaxgjk"].get("signed_distance", {}).get("cpu_util")
             w(f"| {e['scenario']} {key} | {_rate(row['mujoco']['rate_cpu'])} | {dist[0]} | "
@@ -723,11 +737,14 @@ def main(argv=None) -> int:
         log(f"== {label}")
         old = store["scenarios"].get(label)
         if args.cold_only:
-            entry = dict(old, cold=old["cold"] | cold_compiles(label, args, log),
-                         runs=sorted(set(old["runs"]) | {run_index}))
+            cold = cold_compiles(label, args, log)
+            for rec in cold.values():
+                rec["run"] = run_index
+            entry = dict(old, cold=old["cold"] | cold)
         else:
             entry = run_scenario(label, args, log)
-            entry["runs"] = [run_index]
+            for rec in run_records(entry):
+                rec["run"] = run_index
             entry = merge_entry(old, entry)
         store["scenarios"][label] = entry
         run_meta.update(loadavg_end=os.getloadavg()[0], total_s=time.perf_counter() - t_start)
