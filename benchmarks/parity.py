@@ -249,11 +249,33 @@ def _max_abs(a: np.ndarray, b: np.ndarray) -> float | None:
     return float(np.max(np.abs(a[ok] - b[ok]))) if ok.any() else None
 
 
-def check_kernel(kernel: str, res: dict, tile: int, penetrating: bool, mj: dict,
-                 ref: np.ndarray) -> dict:
+def arbitrate(case: C.Case, d: np.ndarray, mj_d: np.ndarray, ref: np.ndarray, k: int,
+              cache: dict) -> dict | None:
+    """The ``k`` pairs where jaxgjk and MuJoCo disagree most, against the float64 arbiter.
+
+    Only where ``ref`` has no closed form; ``cases.arbiter_signed_distance`` is independent of
+    GJK/EPA (exact hull for polytopes).  ``cache`` maps pair index -> arbiter value (shared by
+    the kernels of a row).  Returns the pairs, their three values and both max errors.
+    """
+    gap = np.where(np.isfinite(d) & np.isfinite(mj_d) & ~np.isfinite(ref), np.abs(d - mj_d), -1.0)
+    idx = [int(i) for i in np.argsort(-gap)[:k] if gap[i] > 0]
+    if not idx:
+        return None
+    todo = [i for i in idx if i not in cache]
+    if todo:
+        cache.update(zip(todo, C.arbiter_signed_distance(case, todo).tolist(), strict=True))
+    arb = np.array([cache[i] for i in idx])
+    return dict(pairs=idx, jaxgjk=d[idx].tolist(), mujoco=mj_d[idx].tolist(), arbiter=arb.tolist(),
+                jaxgjk_err=float(np.max(np.abs(d[idx] - arb))),
+                mujoco_err=float(np.max(np.abs(mj_d[idx] - arb))))
+
+
+def check_kernel(kernel: str, res: dict, case: C.Case, mj: dict, ref: np.ndarray,
+                 arbiter_n: int, arbiter_cache: dict) -> dict:
     """Correctness numbers of one kernel's outputs on the distinct pairs (the first tile)."""
     import jaxgjk as jg
 
+    tile, penetrating = case.n, case.penetrating
     query = kernel.partition("/")[0]
     if query == "value_and_grad":
         return dict(grad_nonfinite=res["grad_nonfinite"], value_finite=bool(np.isfinite(res["value"])))
@@ -274,6 +296,8 @@ def check_kernel(kernel: str, res: dict, tile: int, penetrating: bool, mj: dict,
     out = dict(vs_mujoco=_max_abs(d, mj_d), vs_ref=_max_abs(d, ref_d),
                tile_spread=float(np.nanmax(np.abs(copies - d))) if np.isfinite(copies).any() else None,
                n_nan=int(np.sum(~np.isfinite(d))), wrong_sign=int(np.sum(wrong)))
+    if signed and arbiter_n:
+        out["arbiter"] = arbitrate(case, d, mj_d, ref, arbiter_n, arbiter_cache)
     if signed:  # witness points against MuJoCo's fromto (only defined for signed queries)
         found = np.any(mj["fromto"] != 0.0, axis=1)
         gap = np.maximum(np.linalg.norm(res["point_a"][:tile] - mj["fromto"][:, :3], axis=1),
@@ -320,6 +344,7 @@ def run_scenario(label: str, args, log) -> dict:
     else:
         inputs = {pen: jax.block_until_ready(R.jaxgjk_args(batch, np.arange(batch.n), DTYPE))
                   for pen, (_, batch) in cases.items()}
+        arbiter_cache: dict = {False: {}, True: {}}
         for kernel in args.kernels:
             t0 = time.perf_counter()
             lowered = jax.jit(kernel_fn(cases[False][1], kernel)).lower(*inputs[False])
@@ -336,8 +361,9 @@ def run_scenario(label: str, args, log) -> dict:
                 timing["mujoco_rate"] = row["mujoco"]["rate"]
                 timing["mujoco_rate_cpu"] = row["mujoco"]["rate_cpu"]
                 row["jaxgjk"][kernel] = timing
-                row["checks"][kernel] = check_kernel(kernel, _numpy_outputs(kernel, out), args.tile,
-                                                     pen, mj_data[pen], refs[pen])
+                row["checks"][kernel] = check_kernel(kernel, _numpy_outputs(kernel, out),
+                                                     cases[pen][0], mj_data[pen], refs[pen],
+                                                     args.arbiter_n, arbiter_cache[pen])
                 del out
                 log(f"  {label} {'pen' if pen else 'sep'}: {kernel:<22} compile {t2 - t0:5.1f} s, "
                     f"best {timing['seconds']:.4f} s of {len(timing['runs'])} -> "
@@ -390,12 +416,18 @@ def environment() -> dict:
     except (ValueError, OSError):
         mem_gib = float("nan")
     versions = {k: v for k, v in P.peer_versions().items() if v != "missing"}
+    import mujoco
+
+    opt = P.build_mj_model(C.make_case("sphere-sphere", 1, False, 0)).opt
     return dict(cpu_model=R.cpu_model(), cpu_count=os.cpu_count(),
                 cpus_usable=len(os.sched_getaffinity(0)), mem_gib=mem_gib,
                 platform=platform.platform(), python=sys.version.split()[0], gcc=gcc,
                 versions=versions, jax_device=str(jax.devices()[0]), jaxgjk_version=jg.__version__,
                 jaxgjk_source=R.jaxgjk_source_id(), xla_flags=os.environ.get("XLA_FLAGS", ""),
                 jaxgjk_git=git_state(os.path.dirname(jg.__file__)),
+                mujoco_ccd=dict(tolerance=float(opt.ccd_tolerance), iterations=int(opt.ccd_iterations),
+                                nativeccd="off" if opt.disableflags & mujoco.mjtDisableBit.mjDSBL_NATIVECCD
+                                else "on"),
                 mujoco_compile=" ".join(shlex.quote(a) for a in
                                         P.native_compile_command("benchmarks/build/mujoco_native")))
 
@@ -537,7 +569,10 @@ def markdown(store: dict) -> str:
           "`jax.value_and_grad` of the summed signed distances w.r.t. pose_b, time / "
           "`signed_distance` (full) time")
         w(f"- MuJoCo: `mj_geomDistance` in our C loop `benchmarks/mujoco_native.c`, built with "
-          f"`{env['mujoco_compile']}`; 1 thread, float64, distmax {P.DISTMAX:g} (0 for intersect); "
+          f"`{env['mujoco_compile']}`; 1 thread, float64, distmax {P.DISTMAX:g} (0 for intersect), "
+          + ("options: nativeccd {nativeccd}, ccd_tolerance {tolerance:g}, ccd_iterations "
+             "{iterations} (MuJoCo's defaults); ".format(**env["mujoco_ccd"])
+             if "mujoco_ccd" in env else "")
           + (f"the model holds the {2 * opts['tile']} geoms of the distinct pairs"
              if opts.get("mj_layout", "tile") == "tile" else
              f"the model holds all {2 * opts['pairs']} geoms of the batch")
@@ -605,12 +640,14 @@ def markdown(store: dict) -> str:
 
     w("\n## Correctness (on the distinct pairs)\n")
     w("Max |Δ| of the signed distances (`distance`: against max(·, 0)); ref = float64 closed form "
-      "(`cases.reference_signed_distance`), – where there is none. witness = max distance of "
+      "(`cases.reference_signed_distance`), – where there is none; arbiter = where there is none, "
+      "max error of each side on the pairs where they disagree most (up to `--arbiter-n` per row), "
+      "against `cases.arbiter_signed_distance` (float64, independent of GJK/EPA). witness = max distance of "
       "jaxgjk's point_a / point_b from MuJoCo's fromto (signed_distance; not unique on flat "
       "contacts). copies = max |Δ| between copies of a pair in the batch (0 expected).\n")
-    w("| scenario | MuJoCo routine | sd: jg−MuJoCo | sd: jg−ref | MuJoCo−ref | distance: jg−MuJoCo "
-      "| witness | copies | statuses (sd) | iterations sd p50/p99/max | bad |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    w("| scenario | MuJoCo routine | sd: jg−MuJoCo | sd: jg−ref | MuJoCo−ref | arbiter: jg / MuJoCo "
+      "| distance: jg−MuJoCo | witness | copies | statuses (sd) | iterations sd p50/p99/max | bad |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for e in entries:
         for key, row in e["rows"].items():
             sd, di = row["checks"].get("signed_distance", {}), row["checks"].get("distance", {})
@@ -619,8 +656,11 @@ def markdown(store: dict) -> str:
             bad = sum(c.get("n_nan", 0) + c.get("wrong_sign", 0) + c.get("grad_nonfinite", 0)
                       + c.get("flag_errors", 0) for c in row["checks"].values())
             it = sd.get("iterations")
+            arb = sd.get("arbiter")
             w(f"| {e['scenario']} {key} | {row['collider']} | {R._fmt_dev(sd.get('vs_mujoco'))} | "
               f"{R._fmt_dev(sd.get('vs_ref'))} | {R._fmt_dev(row.get('mujoco_vs_ref'))} | "
+              + (f"{R._fmt_dev(arb['jaxgjk_err'])} / {R._fmt_dev(arb['mujoco_err'])} | " if arb
+                 else "– | ") +
               f"{R._fmt_dev(di.get('vs_mujoco'))} | {R._fmt_dev(sd.get('witness_vs_mujoco'))} | "
               f"{R._fmt_dev(max(spreads)) if spreads else '–'} | "
               + (", ".join(f"{k}:{v}" for k, v in sd.get("status_counts", {}).items()) or "–")
@@ -670,6 +710,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cold-only", action="store_true",
                     help="only the fresh-process compiles, added to the stored scenarios")
     ap.add_argument("--cold-timeout", type=float, default=480.0)
+    ap.add_argument("--arbiter-n", type=int, default=3,
+                    help="pairs per row (largest |jaxgjk - MuJoCo| where no closed form exists) "
+                         "given the float64 arbiter of cases.py; 0: none")
     ap.add_argument("--mj-layout", choices=("tile", "full"), default="tile",
                     help="MuJoCo model: the distinct pairs' geoms (tile) or all the batch's (full)")
     ap.add_argument("--mujoco-only", action="store_true", help="skip jaxgjk (MuJoCo checks)")
@@ -727,7 +770,7 @@ def main(argv=None) -> int:
                     loadavg_start=load_start, scenarios=scenarios, env=env,
                     options=dict(tile=args.tile, pairs=args.pairs, repeats=args.repeats,
                                  budget=args.budget, queries=args.queries, seed=args.seed,
-                                 kernels=args.kernels,
+                                 kernels=args.kernels, arbiter_n=args.arbiter_n,
                                  mj_layout=args.mj_layout, mode="cold-only" if args.cold_only
                                  else "mujoco-only" if args.mujoco_only else "all",
                                  cold_kernels=[] if args.no_cold else args.cold_kernels))
