@@ -594,7 +594,7 @@ def markdown(store: dict) -> str:
     w("The targets' measure. Both sides slow down when other work holds the cores; the next "
       "table is less sensitive to that. † = fewer timed calls than asked fitted in the budget "
       "(one: the first call, when it alone exceeded the budget). vag / sd = value_and_grad time "
-      "over signed_distance (full) time, wall clock / CPU time.\n")
+      "over signed_distance (full) time, wall clock / CPU time (‡: timed by different commands).\n")
     w("| scenario | MuJoCo C 1 core | jaxgjk distance full / fromto | ratio | jaxgjk signed_distance "
       "full / fromto | ratio | vag / sd |")
     w("|---|---|---|---|---|---|---|")
@@ -606,7 +606,7 @@ def markdown(store: dict) -> str:
             w(f"| {e['scenario']} {key} | {_rate(row['mujoco']['rate'])} | {dist[0]} | {dist[1]} | "
               f"{sd[0]} | {sd[1]} | "
               + (f"{_ratio(vag['seconds'] / sdt['seconds'])} / {_ratio(vag['cpu_s'] / sdt['cpu_s'])}"
-                 if vag and sdt else "–") + " |")
+                 + ("‡" if vag["run"] != sdt["run"] else "") if vag and sdt else "–") + " |")
     w("\n## Throughput per CPU-second\n")
     w("Pairs divided by the process CPU time of the same timed call or pass (all threads): "
       "MuJoCo's is its speed on a core of its own, jaxgjk's its work per core, so the ratios "
