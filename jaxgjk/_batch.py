@@ -17,6 +17,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ._packed import KINDS, Packed
 from ._queries import distance, intersect, signed_distance
 from ._result import DistanceResult, Simplex
+from ._shapes import HalfSpace
 
 # Queries whose result for (b, a) gives the result for (a, b) (`_exchanged`).
 _SYMMETRIC_QUERIES = (distance, signed_distance, intersect)
@@ -94,10 +95,13 @@ def _run_grouped(query, shapes_a, poses_a, shapes_b, poses_b, index_a, index_b, 
     chunk_size = options.pop("chunk_size")
     order = np.argsort(groups, kind="stable")
     parts = []
+    two_half_spaces = KINDS.index(HalfSpace) * (len(KINDS) + 1)
     for group in np.unique(groups):
         rows = np.flatnonzero(groups == group)
         typed_a = shapes_a if kinds_a is None else shapes_a.primitives()[group // len(KINDS)]
         typed_b = shapes_b if kinds_b is None else shapes_b.primitives()[group % len(KINDS)]
+        if group == two_half_spaces and kinds_a is not None and kinds_b is not None:
+            typed_a, typed_b = shapes_a, shapes_b  # no typed query takes two: the packed one says INVALID
         bucket = 1 << int(len(rows) - 1).bit_length()
         parts.append(_run(query, typed_a, poses_a, typed_b, poses_b, index_a[rows], index_b[rows],
                           chunk_size=bucket if chunk_size is None else min(bucket, chunk_size), **options))

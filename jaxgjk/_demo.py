@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -14,9 +15,10 @@ from ._packed import KINDS, pack
 from ._pose import Pose
 from ._queries import distance, intersect, signed_distance
 from ._result import Status
-from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, Polytope, Sphere
+from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, HalfSpace, Polytope, Sphere
 
-KIND_NAMES = tuple(kind.__name__.lower() for kind in KINDS)
+# The bounded kinds: the job's float64 brute-force reference measures pairs of bounded shapes.
+KIND_NAMES = tuple(kind.__name__.lower() for kind in KINDS if kind is not HalfSpace)
 QUERIES = {"signed_distance": signed_distance, "distance": distance, "intersect": intersect}
 
 
@@ -101,6 +103,19 @@ def brute_force_signed_distance(shape_a, pose_a, shape_b, pose_b, key, hint):
     return -value
 
 
+def default_cache_dir() -> str:
+    """Where the main job keeps compiled kernels: $XDG_CACHE_HOME/jaxgjk (default ~/.cache/jaxgjk)."""
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "jaxgjk")
+
+
+def use_compilation_cache(directory: str) -> None:
+    """Turn on JAX's persistent compilation cache in `directory`, for every compiled program (JAX's
+    default skips those that compile in under a second)."""
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def _progress(done: int, total: int, start: float) -> None:
     width = 30
     filled = width * done // total
@@ -123,9 +138,15 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk", type=int, default=32_768, help="pairs per compiled call")
     parser.add_argument("--check", type=int, default=200, help="pairs checked against float64")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir", default=default_cache_dir(),
+                        help="JAX's persistent compilation cache: a later run loads the compiled "
+                        "kernels instead of compiling them (default: %(default)s)")
+    parser.add_argument("--no-cache", action="store_true", help="compile without the persistent cache")
     args = parser.parse_args(argv)
 
     jax.config.update("jax_enable_x64", True)  # for the float64 reference (inputs set the dtype)
+    if not args.no_cache:
+        use_compilation_cache(args.cache_dir)
     dtype = np.dtype(args.dtype)
     print(f"jaxgjk main job: {args.pairs:,} random pairs of {', '.join(args.kinds)}; "
           f"query {args.query}; {args.dtype}; device {jax.devices()[0].device_kind} "

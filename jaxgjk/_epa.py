@@ -28,10 +28,9 @@ from ._dataclass import pytree_dataclass
 from ._gate import compute_where
 from ._minkowski import RelativePair, SupportPoint
 from ._result import Simplex, Status
-from ._shapes import unit_vector
 from ._simplex import face_weights
 from ._tolerance import epsilon, power_of_two_scale
-from ._vector import dot, largest_abs
+from ._vector import dot, largest_abs, perpendicular, unit_vector
 
 RUNNING = -1
 _FIRST_STEPS = 24  # steps on small arrays before the full capacity (see `epa`)
@@ -98,12 +97,6 @@ def _face_planes(corners):
     return normals, distances
 
 
-def _perpendicular(axis):
-    """A unit direction (3,) perpendicular to `axis` (3,)."""
-    helper = jnp.eye(3, dtype=axis.dtype)[jnp.argmin(jnp.abs(axis))]
-    return unit_vector(jnp.cross(axis, helper))
-
-
 def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, tolerance: float) -> EPAState:
     """Grow GJK's final simplex (2 to 4 points whose hull holds the origin) into a tetrahedron.
 
@@ -118,7 +111,7 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     count = jnp.sum(simplex.mask)
     p = start.point
     axis = unit_vector(p[1] - p[0])
-    first = _perpendicular(axis)
+    first = perpendicular(axis)
     second = jnp.cross(axis, first)
     candidates = jax.vmap(pair.support)(jnp.stack([first, -first, second, -second]))
     off_line = jnp.sum(jnp.cross(axis, candidates.point - p[0]) ** 2, axis=-1)

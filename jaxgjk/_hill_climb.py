@@ -149,6 +149,9 @@ class ClimbingPolytope(Shape):
     def center(self):
         return jnp.mean(self.vertices, axis=0)
 
+    def reach(self):
+        return jnp.sqrt(jnp.max(jnp.sum(self.vertices**2, axis=-1)))
+
     def is_valid(self):
         count = self.vertices.shape[0]
         in_range = (jnp.all(self.neighbors < count) & jnp.all(self.neighbors >= -1)

@@ -46,8 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
-from ._shapes import unit_vector
 from ._tolerance import float_dtype
+from ._vector import unit_vector
 
 # Loop outcomes, internal to this module.
 _RUNNING = 0

@@ -66,6 +66,10 @@ class RelativePair:
         """`point_from_directions` for stacks (K, 3) of directions (and hints)."""
         return jax.vmap(self.point_from_directions)(directions_a, directions_b, hints_a, hints_b)
 
+    def exchanged(self) -> RelativePair:
+        """The same two shapes with A placed in B's frame (the pair (B, A))."""
+        return RelativePair(self.shape_b, self.shape_a, self.rotation.T, -self.rotation.T @ self.translation)
+
     def center(self):
         """A point (3,) of D: B's core centre minus A's, A's frame."""
         return self.rotation @ self.shape_b.center() + self.translation - self.shape_a.center()

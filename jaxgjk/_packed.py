@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
-from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, Polytope, Shape, Sphere, check_array
+from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, HalfSpace, Polytope, Shape, Sphere, check_array
+from ._tolerance import float_dtype
 
-KINDS = (Sphere, Capsule, Box, Cylinder, Cone, Ellipsoid, Polytope)
+KINDS = (Sphere, Capsule, Box, Cylinder, Cone, Ellipsoid, Polytope, HalfSpace)
 
 
 @pytree_dataclass
 class Packed(Shape):
     """One primitive of any kind in `KINDS`, selected by `kind` (its index there).
+
+    A packed half-space is solved in closed form like a `HalfSpace` (`_colliders`); a lane pairing two
+    half-spaces is INVALID_INPUT (it has no bounded support to measure).
 
     Fields (the ones a kind does not use are zero):
         kind: () int32 index into `KINDS`.
@@ -35,7 +41,19 @@ class Packed(Shape):
         """The packed parameters read as each kind in `KINDS` (only `kind`'s entry is meaningful)."""
         return (Sphere(self.radius), Capsule(self.radius, self.height), Box(self.extents),
                 Cylinder(self.radius, self.height), Cone(self.radius, self.height),
-                Ellipsoid(self.extents), Polytope(self.vertices, self.mask))
+                Ellipsoid(self.extents), Polytope(self.vertices, self.mask), HalfSpace())
+
+    def is_half_space(self):
+        """() bool: this lane holds a half-space."""
+        return self.kind == KINDS.index(HalfSpace)
+
+    def bounded(self) -> Packed:
+        """The same shapes with every half-space read as a point at its origin (a zero-radius sphere),
+        so that the loops, which a packed support always runs for every lane, see a bounded shape
+        there; `_colliders` solves those lanes."""
+        return dataclasses.replace(self, kind=jnp.where(self.is_half_space(), KINDS.index(Sphere),
+                                                        self.kind),
+                                   radius=jnp.where(self.is_half_space(), 0, self.radius))
 
     def _dispatch(self, method, *args):
         # Every kind's answer, then a select: what `lax.switch` lowers to under `vmap` anyway. A
@@ -69,6 +87,9 @@ class Packed(Shape):
     def center(self):
         return self._dispatch("center")
 
+    def reach(self):
+        return self._dispatch("reach")
+
     def is_valid(self):
         in_range = (self.kind >= 0) & (self.kind < len(KINDS))
         return in_range & self._dispatch("is_valid")
@@ -86,7 +107,8 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
     """Stack primitives of mixed kinds into one batched `Packed` shape (leading axis: len(shapes)).
 
     Args:
-        shapes: a sequence of Sphere, Capsule, Box, Cylinder, Cone, Ellipsoid or Polytope (unbatched).
+        shapes: a sequence of Sphere, Capsule, Box, Cylinder, Cone, Ellipsoid, Polytope or HalfSpace
+            (unbatched).
         num_vertices: padded vertex count P (default: the largest polytope's, at least 1).
         dtype: float dtype of the fields (default: promoted from the shapes).
     """
@@ -102,8 +124,8 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
         raise ValueError(f"num_vertices={size} is less than the largest polytope "
                          f"({max(polytope_sizes)} vertices)")
     if dtype is None:
-        dtype = jnp.result_type(*[leaf for s in shapes for leaf in jax.tree_util.tree_leaves(s)
-                                  if jnp.result_type(leaf) != jnp.bool_])
+        dtype = float_dtype(*[leaf for s in shapes for leaf in jax.tree_util.tree_leaves(s)
+                              if jnp.result_type(leaf) != jnp.bool_])
     rows = []
     for shape in shapes:
         row = dict(kind=KINDS.index(type(shape)), radius=0.0, height=0.0, extents=np.zeros(3),

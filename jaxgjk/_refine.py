@@ -28,9 +28,9 @@ from ._dataclass import pytree_dataclass
 from ._features import FeatureDim, exposed_span, exposed_vertices
 from ._minkowski import RelativePair
 from ._result import Simplex
-from ._shapes import unit_vector
 from ._simplex import face_weights
 from ._tolerance import epsilon
+from ._vector import unit_vector
 
 NEWTON_STEPS = 2  # from the loops' ~√tol the error squares each step: 1e-6 → 1e-12 → rounding
 MAX_STEP = 0.25  # radians; a Newton step further than this is cut to it (a trust region)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass, static_field
 from ._features import Feature
+from ._tolerance import epa_iterations, epa_tolerance, feature_tolerance, gjk_tolerance
 
 
 class Status(enum.IntEnum):
@@ -59,6 +61,9 @@ class Config:
             √tolerance there) to rounding by Newton steps (`_refine`), so that gradients of the distance
             and the witness points' are exact; adds roughly 5–40% to a `distance` query on curved pairs
             (nothing on polyhedral ones). False keeps the loops' normal.
+        specialised: solve the pairs of sphere, capsule and box cores (and their `Rounded` forms) by
+            exact closed forms and separating axes (`_colliders`) instead of GJK/EPA; False forces the
+            general path. Half-spaces have no general path: they are always solved in closed form.
     """
 
     max_gjk_iterations: int = static_field(default=128)
@@ -67,6 +72,18 @@ class Config:
     epa_tolerance: float | None = static_field(default=None)
     feature_tolerance: float | None = static_field(default=None)
     refine_normal: bool = static_field(default=True)
+    specialised: bool = static_field(default=True)
+
+    def resolved(self, dtype) -> Config:
+        """This configuration with every field left None set to `dtype`'s default (`_tolerance`)."""
+        def pick(value, default):
+            return default(dtype) if value is None else value
+
+        return dataclasses.replace(
+            self, max_epa_iterations=pick(self.max_epa_iterations, epa_iterations),
+            gjk_tolerance=pick(self.gjk_tolerance, gjk_tolerance),
+            epa_tolerance=pick(self.epa_tolerance, epa_tolerance),
+            feature_tolerance=pick(self.feature_tolerance, feature_tolerance))
 
 
 @pytree_dataclass

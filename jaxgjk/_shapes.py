@@ -16,24 +16,8 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
-from ._tolerance import float_dtype, power_of_two_scale
-from ._vector import dot, largest_abs
-
-
-def unit_vector(vector):
-    """`vector` (..., 3) / its norm, and zero where its largest |component| is below √(least normal
-    float) (1e-19 float32, 1e-154 float64; below that the derivative, ∝ 1/|x|², would overflow).
-
-    Scale-invariant: the vector is first scaled by a power of two that brings its largest component
-    near 1 (exact, so the result is bit-for-bit x/|x| wherever |x|² is representable), so a direction
-    of any length (GJK's v shrinks to ~eps·size near contact, 1e-12 for millimetre shapes in float32)
-    gives its unit vector; |x|² itself would underflow there. NaN-free in reverse mode (double where).
-    """
-    largest = largest_abs(vector)[..., None]
-    is_nonzero = largest >= float(jnp.finfo(vector.dtype).tiny) ** 0.5
-    scaled = vector * power_of_two_scale(jnp.where(is_nonzero, largest, 1))[0]
-    norm_sq = dot(scaled, scaled)[..., None]  # in [1, 12] where nonzero
-    return jnp.where(is_nonzero, scaled / jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1)), 0)
+from ._tolerance import float_dtype
+from ._vector import unit_vector
 
 
 def check_array(name: str, value, shape: tuple, *, floating: bool = True) -> None:
@@ -125,6 +109,11 @@ class Shape:
         """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
         return jnp.zeros(3, self.dtype())
 
+    def reach(self):
+        """() the largest distance from the local origin to a point of the shape (margin included):
+        the scale of the rounding errors of a query on it (`_tolerance.touching_resolution`)."""
+        raise NotImplementedError
+
     def is_valid(self):
         """Run-time validity () bool: finite fields, non-negative sizes, a non-empty vertex set."""
         raise NotImplementedError
@@ -169,6 +158,9 @@ class Sphere(Shape):
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
 
+    def reach(self):
+        return self.margin()
+
     def is_valid(self):
         return _is_nonnegative(self.radius)
 
@@ -196,6 +188,9 @@ class Capsule(Shape):
 
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
+
+    def reach(self):
+        return jnp.asarray(self.half_length + self.radius, self.dtype())
 
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_length)
@@ -225,6 +220,9 @@ class Box(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return vertex_set_feature(self.corners(), None, direction, relative_tolerance)
+
+    def reach(self):
+        return jnp.sqrt(jnp.sum(self.half_extents**2))
 
     def is_valid(self):
         return _is_nonnegative(self.half_extents)
@@ -262,6 +260,9 @@ class Cylinder(Shape):
         side = self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE
         return jnp.where(side, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
 
+    def reach(self):
+        return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_length**2, self.dtype()))
+
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_length)
 
@@ -296,6 +297,9 @@ class Cone(Shape):
     def center(self):
         return jnp.zeros(3, self.dtype()).at[2].set(-self.half_height / 2)
 
+    def reach(self):
+        return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_height**2, self.dtype()))
+
     def is_valid(self):
         return _is_nonnegative(self.radius, self.half_height)
 
@@ -316,6 +320,9 @@ class Ellipsoid(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return feature_without_vertices(FeatureDim.CURVED)
+
+    def reach(self):
+        return jnp.max(self.radii)
 
     def is_valid(self):
         return _is_nonnegative(self.radii)
@@ -383,6 +390,10 @@ class Polytope(Shape):
         weights = self.mask.astype(self.vertices.dtype)
         return weights @ self.vertices / jnp.maximum(jnp.sum(weights), 1)
 
+    def reach(self):
+        lengths = jnp.sqrt(jnp.sum(self.vertices**2, axis=-1))
+        return jnp.max(lengths if self.mask is None else jnp.where(self.mask, lengths, 0))
+
     def is_valid(self):
         finite = jnp.all(jnp.isfinite(self.vertices), axis=-1)
         if self.mask is None:
@@ -414,6 +425,10 @@ class Affine(Shape):
     def center(self):
         return self.linear @ self.shape.center() + self.offset
 
+    def reach(self):
+        # |L x + o| ≤ ‖L‖_F |x| + |o|.
+        return jnp.sqrt(jnp.sum(self.linear**2)) * self.shape.reach() + jnp.sqrt(jnp.sum(self.offset**2))
+
     def is_valid(self):
         finite = jnp.all(jnp.isfinite(self.linear)) & jnp.all(jnp.isfinite(self.offset))
         return finite & self.shape.is_valid()
@@ -442,6 +457,9 @@ class MinkowskiSum(Shape):
 
     def center(self):
         return self.a.center() + self.b.center()
+
+    def reach(self):
+        return self.a.reach() + self.b.reach()
 
     def is_valid(self):
         return self.a.is_valid() & self.b.is_valid()
@@ -479,6 +497,9 @@ class Rounded(Shape):
     def center(self):
         return self.shape.center()
 
+    def reach(self):
+        return self.shape.reach() + self.radius
+
     def is_valid(self):
         return self.shape.is_valid() & _is_nonnegative(self.radius)
 
@@ -500,6 +521,9 @@ class ConvexHull(Shape):
     def center(self):
         return jnp.mean(jnp.stack([shape.center() for shape in self.shapes]), axis=0)
 
+    def reach(self):
+        return jnp.max(jnp.stack([shape.reach() for shape in self.shapes]))
+
     def is_valid(self):
         return jnp.all(jnp.stack([shape.is_valid() for shape in self.shapes]))
 
@@ -510,3 +534,45 @@ class ConvexHull(Shape):
             if not isinstance(shape, Shape):
                 raise TypeError(f"{name}.shapes[{index}] must be a shape, got {type(shape).__name__}")
             shape.check(f"{name}.shapes[{index}]")
+
+
+@pytree_dataclass
+class HalfSpace(Shape):
+    """The half-space z ≤ 0 of its local frame: boundary plane z = 0, outward normal +z (a floor, a
+    table top, a wall, placed by its pose like every shape). It has no fields.
+
+    Unbounded, so its support exists only along +z, where every point of the boundary plane is a
+    maximiser: `support` returns the origin there (and, for `core_support_near`, the hint's projection
+    onto the plane), and a point at infinity (infinite components) along any other direction. Queries
+    never run GJK on it: the signed distance of any shape to a half-space is exact from that shape's
+    one support point along the plane's normal (`_colliders`). Pairs that would need a bounded support
+    — two half-spaces, or a `ConvexHull` or `MinkowskiSum` holding one — raise at trace time.
+    """
+
+    def core_support(self, direction):
+        horizontal = jnp.where(direction[:2] > 0, jnp.inf, jnp.where(direction[:2] < 0, -jnp.inf, 0))
+        downward = jnp.all(direction[:2] == 0) & (direction[2] < 0)
+        return jnp.concatenate([horizontal, jnp.where(downward, -jnp.inf, 0)[None]]).astype(direction.dtype)
+
+    def core_support_near(self, direction, hint):
+        along_normal = jnp.all(direction[:2] == 0) & (direction[2] > 0)
+        return jnp.where(along_normal, hint.at[2].set(0), self.core_support(direction))
+
+    def margin(self):
+        # Weakly typed, so that it takes the dtype of whatever it meets (a half-space has no fields).
+        return jnp.asarray(0.0)
+
+    def may_curve(self):
+        return False
+
+    def core_feature(self, direction, relative_tolerance):
+        return feature_without_vertices(FeatureDim.FACE)
+
+    def reach(self):
+        return jnp.asarray(0.0)  # unbounded: the scale of its queries is the other shape's and the poses'
+
+    def is_valid(self):
+        return jnp.asarray(True)
+
+    def check(self, name):
+        del name

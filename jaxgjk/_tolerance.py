@@ -43,6 +43,18 @@ def power_of_two_scale(largest):
     return 1 / inverse, inverse
 
 
+TOUCHING_ROUNDINGS = 16  # |signed distance| within this many roundings of the pair's scale is touching
+
+
+def touching_resolution(scale):
+    """The least |signed distance| () that a query tells apart from touching, for a pair of scale
+    `scale` () (its relative offset and its shapes' reach, `_solve.prepare`): 16 roundings of it
+    (3.6e-15·scale float64, 1.9e-6·scale float32). Every solver's result carries rounding errors of a
+    few eps·scale, so a smaller distance has no reliable sign; all three queries report it as touching
+    (distance 0, INTERSECTING), whichever compiled program computed it."""
+    return TOUCHING_ROUNDINGS * epsilon(scale.dtype) * scale
+
+
 def gjk_tolerance(dtype) -> float:
     """Default relative duality-gap tolerance of GJK.
 

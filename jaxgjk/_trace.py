@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._gjk import gjk
-from ._queries import _check_inputs, _prepare, distance
+from ._queries import _check_inputs, distance
 from ._result import Config, Status
-from ._tolerance import gjk_tolerance
+from ._solve import prepare
 
 FEATURES = {1: "vertex", 2: "edge", 3: "face", 4: "tetrahedron"}
 RUNNING = "RUNNING"
@@ -28,11 +28,12 @@ _distance = jax.jit(distance, static_argnames=("config",))
 @functools.partial(jax.jit, static_argnames=("config",))
 def _gjk_after(a, pose_a, b, pose_b, bound, config: Config):
     """GJK's state after at most `bound` () int32 support evaluations, and the next support query."""
-    dtype, (a, _, b, _), pair, is_valid = _prepare(a, pose_a, b, pose_b)
-    state = gjk(pair, max_iterations=bound, tolerance=config.gjk_tolerance or gjk_tolerance(dtype))
+    prepared = prepare(a, pose_a, b, pose_b)
+    pair = prepared.pair
+    state = gjk(pair, max_iterations=bound, tolerance=config.resolved(prepared.dtype).gjk_tolerance)
     return dict(
-        is_valid=is_valid,
-        margin=a.margin() + b.margin(),
+        is_valid=prepared.is_valid,
+        margin=prepared.shape_a.margin() + prepared.shape_b.margin(),
         vertices=state.vertices,
         mask=state.mask,
         weights=state.weights,

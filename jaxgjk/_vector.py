@@ -1,4 +1,4 @@
-"""Row-wise operations on 3-vectors, written out per component.
+"""Operations on 3-vectors: row-wise ones written out per component, and unit vectors.
 
 XLA:CPU hands reductions over a short trailing axis to a library kernel (YNNPACK) that is slow on
 them: EPA spent half of each step on (faces, 3) dot products. Written per component, they fuse into
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from ._tolerance import power_of_two_scale
+
 
 def dot(a, b):
     """Dot products of the 3-vectors `a` and `b` (..., 3) over their last axis: (...)."""
@@ -18,3 +20,26 @@ def dot(a, b):
 def largest_abs(a):
     """The largest |component| of the 3-vectors `a` (..., 3): (...)."""
     return jnp.maximum(jnp.maximum(jnp.abs(a[..., 0]), jnp.abs(a[..., 1])), jnp.abs(a[..., 2]))
+
+
+def unit_vector(vector):
+    """`vector` (..., 3) / its norm, and zero where its largest |component| is below √(least normal
+    float) (1e-19 float32, 1e-154 float64; below that the derivative, ∝ 1/|x|², would overflow).
+
+    Scale-invariant: the vector is first scaled by a power of two that brings its largest component
+    near 1 (exact, so the result is bit-for-bit x/|x| wherever |x|² is representable), so a direction
+    of any length (GJK's v shrinks to ~eps·size near contact, 1e-12 for millimetre shapes in float32)
+    gives its unit vector; |x|² itself would underflow there. NaN-free in reverse mode (double where).
+    """
+    largest = largest_abs(vector)[..., None]
+    is_nonzero = largest >= float(jnp.finfo(vector.dtype).tiny) ** 0.5
+    scaled = vector * power_of_two_scale(jnp.where(is_nonzero, largest, 1))[0]
+    norm_sq = dot(scaled, scaled)[..., None]  # in [1, 12] where nonzero
+    return jnp.where(is_nonzero, scaled / jnp.sqrt(jnp.where(is_nonzero, norm_sq, 1)), 0)
+
+
+def perpendicular(axis):
+    """A unit direction (3,) perpendicular to `axis` (3,) (any one, chosen by `axis`'s smallest
+    component)."""
+    helper = jnp.eye(3, dtype=axis.dtype)[jnp.argmin(jnp.abs(axis))]
+    return unit_vector(jnp.cross(axis, helper))

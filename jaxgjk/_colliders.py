@@ -1,0 +1,373 @@
+"""Specialised exact colliders, chosen at trace time by the kinds of the two cores.
+
+Robot models are mostly spheres, capsules and boxes, against each other and against the floor. Their
+cores are a point, a segment and a box (`Shape.margin` sweeps them into the shapes), and for those a
+closed form or a separating-axis test gives the exact contact with no loop:
+- point–point, point–segment, segment–segment (parallel segments included) and point–box: the closest
+  points directly (`_closest`); a point inside a box is nearest one of its faces;
+- segment–box and box–box: `_box_colliders`;
+- a half-space against any shape: exact from that shape's one support point along the plane's normal.
+
+`Rounded` shapes ride on their core's solver. Every solver returns a `Contact` in A's frame whose simplex
+holds the support directions of the two features in contact (box corners by their sign vectors, segment
+ends by ±z), so the tangent rule (`_tangent`) differentiates it exactly as it does GJK's and EPA's.
+`Config(specialised=False)` forces the general GJK/EPA path (half-spaces have no other).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._closest import nearly_parallel, point_box, point_segment, segment_segment
+from ._contact import Contact, NormalKind, QueryMode
+from ._minkowski import RelativePair
+from ._packed import Packed
+from ._result import Simplex, Status
+from ._shapes import Affine, Box, Capsule, ConvexHull, HalfSpace, MinkowskiSum, Rounded, Shape, Sphere
+from ._vector import dot, perpendicular, unit_vector
+
+POINT, SEGMENT, BOX, HALF_SPACE = "point", "segment", "box", "half-space"
+_CORE_KINDS = {Sphere: POINT, Capsule: SEGMENT, Box: BOX, HalfSpace: HALF_SPACE}
+
+
+def innermost(shape: Shape) -> Shape:
+    """The shape that `Rounded` wrappers sweep (the shape itself if it is not one)."""
+    while isinstance(shape, Rounded):
+        shape = shape.shape
+    return shape
+
+
+def core_kind(shape: Shape) -> str | None:
+    """POINT, SEGMENT, BOX or HALF_SPACE for shapes whose core has a specialised solver, else None."""
+    return _CORE_KINDS.get(type(innermost(shape)))
+
+
+def _holds_half_space(shape) -> bool:
+    if isinstance(shape, HalfSpace):
+        return True
+    if isinstance(shape, (Affine, Rounded)):
+        return _holds_half_space(shape.shape)
+    if isinstance(shape, MinkowskiSum):
+        return _holds_half_space(shape.a) or _holds_half_space(shape.b)
+    if isinstance(shape, ConvexHull):
+        return any(_holds_half_space(part) for part in shape.shapes)
+    return False
+
+
+def check_half_spaces(shape_a: Shape, shape_b: Shape) -> None:
+    """Raise at trace time for pairs with a half-space that no solver handles: two half-spaces (no
+    bounded support to measure), or a half-space inside an `Affine`, `MinkowskiSum` or `ConvexHull`."""
+    for name, shape in (("a", shape_a), ("b", shape_b)):
+        if _holds_half_space(shape) and core_kind(shape) != HALF_SPACE:
+            raise ValueError(f"{name} holds a HalfSpace inside a {type(shape).__name__}: a half-space has "
+                             "no bounded support, so only a HalfSpace itself (or a Rounded one) can be "
+                             "queried")
+    if core_kind(shape_a) == HALF_SPACE and core_kind(shape_b) == HALF_SPACE:
+        raise ValueError("both shapes are half-spaces: their distance is 0 or undefined (unless their "
+                         "planes are parallel and facing away), and no solver measures it")
+
+
+def is_half_space(shape: Shape):
+    """() bool, run time: `shape` is a half-space (a `HalfSpace`, or a `Packed` lane holding one)."""
+    if core_kind(shape) == HALF_SPACE:
+        return jnp.asarray(True)
+    if isinstance(shape, Packed):
+        return shape.is_half_space()
+    return jnp.asarray(False)
+
+
+def bounded(pair: RelativePair) -> RelativePair:
+    """`pair` with the half-spaces of `Packed` lanes read as points, for the loops (`Packed.bounded`)."""
+    def read(shape):
+        return shape.bounded() if isinstance(shape, Packed) else shape
+
+    return RelativePair(read(pair.shape_a), read(pair.shape_b), pair.rotation, pair.translation)
+
+
+def packed_half_space_contact(pair: RelativePair):
+    """For pairs with a `Packed` side: (lanes () bool where a packed side holds a half-space, their
+    contact); None for pairs without one (trace time)."""
+    half_a = isinstance(pair.shape_a, Packed) and pair.shape_a.is_half_space()
+    half_b = isinstance(pair.shape_b, Packed) and pair.shape_b.is_half_space()
+    if half_a is False and half_b is False:
+        return None
+    contacts = []
+    if half_b is not False:
+        contacts.append((half_b, _half_space(pair, pair.shape_a)))
+    if half_a is not False:
+        contacts.append((half_a, exchanged(_half_space(pair.exchanged(), pair.shape_b), pair)))
+    lanes, contact = contacts[0]
+    for other_lanes, other in contacts[1:]:
+        contact = jax.tree_util.tree_map(lambda x, y, use=other_lanes: jnp.where(use, x, y), other, contact)
+        lanes = lanes | other_lanes
+    return lanes, contact
+
+
+def _padded_simplex(directions_a, points_a, directions_b, points_b, weights, mask) -> Simplex:
+    """A `Simplex` from k ≤ 4 rows ((k, 3) or (k,) each), padded to 4 slots."""
+    def pad(leaf):
+        return jnp.concatenate([leaf, jnp.zeros((4 - leaf.shape[0],) + leaf.shape[1:], leaf.dtype)])
+
+    return Simplex(pad(directions_a), pad(directions_b), pad(points_a), pad(points_b), pad(weights),
+                   pad(mask))
+
+
+def closed_contact(distance, normal, simplex: Simplex, point_a, point_b, normal_kind) -> Contact:
+    """A `Contact` from a closed form: status by the sign of the (exact) core distance, no iterations."""
+    status = jnp.select([distance > 0, distance < 0], [Status.SEPARATED, Status.PENETRATING],
+                        Status.INTERSECTING).astype(jnp.int32)
+    return Contact(distance, normal, simplex, point_a, point_b, status, jnp.zeros((), jnp.int32),
+                   jnp.asarray(normal_kind, jnp.int32), jnp.asarray(False))
+
+
+def _segment_ends(half_length, dtype):
+    """The core segment's ends (2, 3) and their support directions (2, 3), the shape's frame."""
+    directions = jnp.array([[0, 0, -1], [0, 0, 1]], dtype)
+    return directions * half_length, directions
+
+
+def _apart(gap, resolution):
+    """Whether the cores' witness points `gap` (3,) apart are farther apart than rounding: their
+    direction is then the normal; within rounding it is noise, and the touching cores' own normal
+    (the crossing of two segments, a direction across a segment) holds instead."""
+    return jnp.max(jnp.abs(gap)) > resolution
+
+
+def _point_point(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """Two points: A's at A's origin, B's at `pair.translation`."""
+    del core_a, core_b
+    gap = pair.translation
+    dtype = gap.dtype
+    apart = _apart(gap, resolution)
+    normal = unit_vector(gap)
+    normal = jnp.where(apart, normal, jnp.array([0, 0, 1], dtype))  # coincident: any direction
+    zero = jnp.zeros((1, 3), dtype)
+    simplex = _padded_simplex(normal[None], zero, (-pair.rotation.T @ normal)[None], zero,
+                              jnp.ones(1, dtype), jnp.ones(1, bool))
+    return closed_contact(dot(normal, gap), normal, simplex, zero[0], zero[0],
+                          jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
+
+
+def _point_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """A point (A's origin) and B's core segment."""
+    del core_a
+    dtype = pair.translation.dtype
+    ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
+    start, end = pair.rotation @ ends_b[0] + pair.translation, pair.rotation @ ends_b[1] + pair.translation
+    along = point_segment(jnp.zeros(3, dtype), start, end)
+    closest = start + along * (end - start)
+    normal = unit_vector(closest)
+    apart = _apart(closest, resolution)
+    # The point on the segment: every direction across the segment separates alike.
+    axis = unit_vector(end - start)
+    normal = jnp.where(apart, normal, perpendicular(jnp.where(jnp.any(axis != 0), axis,
+                                                              jnp.array([0, 0, 1], dtype))))
+    weights = jnp.stack([1 - along, along])
+    zeros = jnp.zeros((2, 3), dtype)
+    simplex = _padded_simplex(jnp.stack([normal, normal]), zeros, directions_b, ends_b, weights,
+                              jnp.stack([along < 1, along > 0]))
+    return closed_contact(dot(normal, closest), normal, simplex, zeros[0], weights @ ends_b,
+                          jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
+
+
+# Pairs (A end, B end) of the segment–segment simplex layouts: a parallelogram of D (both closest points
+# inside their segments), its long diagonal's ends (parallel segments), an edge of one against an end
+# of the other, or two ends. Index 2 stands for "the end the parameter was clamped to".
+_PARALLELOGRAM = np.array([[0, 0], [0, 1], [1, 0]])
+
+
+def segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype):
+    """The simplex (3 slots used at most) of the closest features of segments A and B, for closest points
+    at parameters `s`, `t` in [0, 1] along A's and B's ends (2, 3) each (each body's own frame, with
+    their support directions (2, 3)), and its normal kind for separated segments.
+
+    Both points inside their segments: three corners of D's parallelogram, weights (1 − s − t, t, s);
+    for parallel segments the parallelogram is flat and its long diagonal's ends (pairs of opposite
+    ends) hold the contact instead, weighted so that both points stay on their segments. An end
+    against the other's inside: that end with the other's two ends. Two ends: one point.
+    """
+    inside_a, inside_b = (s > 0) & (s < 1), (t > 0) & (t < 1)
+    end_a, end_b = (s >= 1).astype(jnp.int32), (t >= 1).astype(jnp.int32)
+    # D's points b − a, A's frame is not needed here: the weights come from the parameters, since the
+    # witness points are a_s = (1 − s) a0 + s a1 and b_t = (1 − t) b0 + t b1.
+    index_a = jnp.select([inside_a & inside_b, inside_a, inside_b],
+                         [jnp.asarray(_PARALLELOGRAM[:, 0]), jnp.array([0, 1, 0]), jnp.stack([end_a] * 3)],
+                         jnp.stack([end_a] * 3))
+    index_b = jnp.select([inside_a & inside_b, inside_a, inside_b],
+                         [jnp.asarray(_PARALLELOGRAM[:, 1]), jnp.stack([end_b] * 3), jnp.array([0, 1, 0])],
+                         jnp.stack([end_b] * 3))
+    zero = jnp.zeros((), dtype)
+    weights = jnp.select([inside_a & inside_b, inside_a, inside_b],
+                         [jnp.stack([1 - s - t, t, s]), jnp.stack([1 - s, s, zero]),
+                          jnp.stack([1 - t, t, zero])], jnp.stack([jnp.ones((), dtype), zero, zero]))
+    count = jnp.select([inside_a & inside_b, inside_a | inside_b], [3, 2], 1)
+    mask = jnp.arange(3) < count
+    return _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
+                           weights, mask)
+
+
+def _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype):
+    """For parallel segments: the two ends of D's (flat) parallelogram's long diagonal, as pairs of
+    opposite ends, weighted at the origin's projection onto it: both witness points then lie on their
+    segments (the diagonal is the whole of D's projection onto the segments' line)."""
+    same_way = dot(ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0]) >= 0
+    far_b, near_b = jnp.where(same_way, 1, 0), jnp.where(same_way, 0, 1)
+    # (A's low end, B's far end) and (A's high end, B's near end): D's extreme points along the line.
+    first = ends_b_in_a[far_b] - ends_a[0]
+    second = ends_b_in_a[near_b] - ends_a[1]
+    along = point_segment(jnp.zeros(3, dtype), first, second)
+    index_a = jnp.array([0, 1])
+    index_b = jnp.stack([far_b, near_b])
+    return _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
+                           jnp.stack([1 - along, along]), jnp.ones(2, bool))
+
+
+def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """A's core segment (along A's z) and B's."""
+    dtype = pair.translation.dtype
+    ends_a, directions_a = _segment_ends(core_a.half_length, dtype)
+    ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
+    ends_b_in_a = ends_b @ pair.rotation.T + pair.translation
+    s, t = segment_segment(ends_a[0], ends_a[1], ends_b_in_a[0], ends_b_in_a[1])
+    axis_a, axis_b = ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0]
+    crossing = unit_vector(jnp.cross(axis_a, axis_b))
+    parallel = nearly_parallel(axis_a, axis_b)
+    simplex = segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype)
+    both_inside = (s > 0) & (s < 1) & (t > 0) & (t < 1)
+    diagonal = _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype)
+    simplex = jax.tree_util.tree_map(lambda d, p: jnp.where(both_inside & parallel, d, p), diagonal, simplex)
+    point_a, point_b = simplex.weights @ simplex.points_a, simplex.weights @ simplex.points_b
+    gap = pair.rotation @ point_b + pair.translation - point_a
+    normal = unit_vector(gap)
+    apart = _apart(gap, resolution)
+    # Cores that cross (or lie on one line) separate fastest across both: the parallelogram's normal,
+    # towards B's centre; on one line, any direction across it.
+    towards_b = jnp.where(dot(crossing, pair.translation) < 0, -1, 1) * crossing
+    line = unit_vector(jnp.where(jnp.any(axis_a != 0), axis_a, axis_b))
+    across = perpendicular(jnp.where(jnp.any(line != 0), line, jnp.array([0, 0, 1], dtype)))
+    normal = jnp.select([apart, ~parallel], [normal, towards_b], across)
+    skew_face = both_inside & ~parallel
+    kind = jnp.select([apart, skew_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE], NormalKind.FIXED)
+    return closed_contact(dot(normal, gap), normal, simplex, point_a, point_b, kind)
+
+
+def box_feature_simplex(point, half_extents):
+    """The simplex slots of the box feature holding `point` (3,), a point on the surface of the box of
+    `half_extents` (3,), box frame: the feature's corners by their sign vectors, at most three (a
+    vertex, an edge's ends, three corners of a face: along the axes where `point` lies strictly inside
+    the box's slab), with the affine weights of `point` over them.
+
+    Returns (directions (3, 3), corners (3, 3), weights (3,), mask (3,)).
+    """
+    dtype = point.dtype
+    free = jnp.abs(point) < half_extents  # the feature extends along these axes
+    signs = jnp.where(point >= 0, 1, -1).astype(dtype)
+    base = jnp.where(free, -1, signs).astype(dtype)
+    order = jnp.argsort(~free, stable=True)  # free axes first
+    first, second = order[0], order[1]
+    span = jnp.where(half_extents > 0, 2 * half_extents, 1)
+    fraction = (point + half_extents) / span
+    count = jnp.sum(free)
+    alpha = jnp.where(count >= 1, fraction[first], 0)
+    beta = jnp.where(count >= 2, fraction[second], 0)
+    directions = jnp.stack([base, base.at[first].set(1), base.at[second].set(1)])
+    return (directions, directions * half_extents, jnp.stack([1 - alpha - beta, alpha, beta]),
+            jnp.arange(3) <= count)
+
+
+def _point_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """A point (A's origin) and B's core box: the box's closest point, or, inside, its nearest face."""
+    del core_a, resolution  # the closest point differs from the point along the face normals exactly
+    half = core_b.half_extents
+    dtype = pair.translation.dtype
+    point = -pair.rotation.T @ pair.translation  # A's point in B's frame
+    closest, inside = point_box(point, half)
+    depths = half - jnp.abs(point)
+    axis = jnp.argmin(depths)
+    face_sign = jnp.where(point[axis] >= 0, 1, -1).astype(dtype)
+    on_face = point.at[axis].set(face_sign * half[axis])
+    point_b = jnp.where(inside, on_face, closest)
+    directions, corners, weights, mask = box_feature_simplex(point_b, half)
+    # From A's point to B's: outside, towards the box's closest point; inside, into the box through
+    # the nearest face (B moves by the depth along it to separate).
+    face_normal = -pair.rotation @ (jnp.zeros(3, dtype).at[axis].set(face_sign))
+    outward = unit_vector(pair.rotation @ (closest - point))
+    normal = jnp.where(inside, face_normal, outward)
+    distance = jnp.where(inside, -depths[axis], dot(outward, pair.rotation @ (closest - point)))
+    count = jnp.sum(mask)
+    kind = jnp.select([~inside, count == 3], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
+                      NormalKind.FIXED)
+    zeros = jnp.zeros((3, 3), dtype)
+    simplex = _padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions, corners, weights, mask)
+    return closed_contact(distance, normal, simplex, zeros[0], point_b, kind)
+
+
+def _half_space(pair: RelativePair, shape_a: Shape) -> Contact:
+    """Any shape A and a half-space B: A's deepest point along the plane's outward normal m decides.
+
+    The contact's simplex pairs that point with three points of the plane (its projection and two
+    steps along the plane), so the tangent rule turns the normal with the plane and slides the plane's
+    witness point under A's.
+    """
+    dtype = pair.translation.dtype
+    outward = pair.rotation[:, 2]  # B's plane normal, A's frame
+    deepest = shape_a.core_support(-outward)
+    height = dot(outward, deepest - pair.translation)
+    foot = (pair.rotation.T @ (deepest - pair.translation)).at[2].set(0)  # B's frame, on the plane
+    step = jnp.maximum(jnp.max(jnp.abs(foot)), 1)
+    points_b = jnp.stack([foot, foot.at[0].add(step), foot.at[1].add(step)])
+    normal = -outward
+    simplex = _padded_simplex(jnp.broadcast_to(-outward, (3, 3)), jnp.broadcast_to(deepest, (3, 3)),
+                              jnp.broadcast_to(jnp.array([0, 0, 1], dtype), (3, 3)), points_b,
+                              jnp.array([1, 0, 0], dtype), jnp.ones(3, bool))
+    return closed_contact(height, normal, simplex, deepest, foot, NormalKind.FROM_FACE)
+
+
+def exchanged(contact: Contact, pair: RelativePair) -> Contact:
+    """The contact of (A, B) from the contact of (B, A), which is in B's frame: normal turned to A's
+    frame and negated, the sides' points and support directions swapped (the simplex of A − B, vertex
+    for vertex, is that of B − A)."""
+    s = contact.simplex
+    return Contact(contact.distance, -pair.rotation @ contact.normal,
+                   Simplex(s.directions_b, s.directions_a, s.points_b, s.points_a, s.weights, s.mask),
+                   contact.point_b, contact.point_a, contact.status, contact.iterations,
+                   contact.normal_kind, contact.refinable)
+
+
+def _solvers():
+    return {(POINT, POINT): _point_point, (POINT, SEGMENT): _point_segment,
+            (SEGMENT, SEGMENT): _segment_segment, (POINT, BOX): _point_box}
+
+
+def specialised_contact(specialised: bool, pair: RelativePair, resolution) -> Contact | None:
+    """The exact contact of `pair`'s cores from a specialised solver, or None where its kinds have none
+    (trace time). Half-spaces are always solved here (`specialised` does not apply to them).
+    `resolution` (): the least core distance told apart from touching (`_tolerance`)."""
+    kind_a, kind_b = core_kind(pair.shape_a), core_kind(pair.shape_b)
+    if kind_b == HALF_SPACE:
+        return _half_space(pair, pair.shape_a)
+    if kind_a == HALF_SPACE:
+        return exchanged(_half_space(pair.exchanged(), pair.shape_b), pair)
+    if not specialised:
+        return None
+    solvers = _solvers()
+    core_a, core_b = innermost(pair.shape_a), innermost(pair.shape_b)
+    if (kind_a, kind_b) in solvers:
+        return solvers[kind_a, kind_b](pair, core_a, core_b, resolution)
+    if (kind_b, kind_a) in solvers:
+        return exchanged(solvers[kind_b, kind_a](pair.exchanged(), core_b, core_a, resolution), pair)
+    return None
+
+
+def for_mode(contact: Contact, mode: QueryMode, margin, distance_upper_bound) -> Contact:
+    """A closed-form contact with the statuses of `mode`: overlapping cores are INTERSECTING where the
+    query does not measure depth (as GJK reports them), and BOUND_EXCEEDED beyond the distance bound."""
+    status = contact.status
+    if mode is not QueryMode.SIGNED:
+        status = jnp.where(contact.distance <= 0, Status.INTERSECTING, status)
+    if distance_upper_bound is not None:
+        status = jnp.where(contact.distance - margin > distance_upper_bound, Status.BOUND_EXCEEDED, status)
+    return Contact(contact.distance, contact.normal, contact.simplex, contact.point_a, contact.point_b,
+                   status.astype(jnp.int32), contact.iterations, contact.normal_kind, contact.refinable)

@@ -1,0 +1,332 @@
+"""One query's primal solution, in named stages (A's frame until the last one).
+
+1. `prepare`: one dtype, run-time validity, invalid inputs replaced by finite ones, B placed in A's frame.
+2. a contact of the cores: from a specialised solver where the pair's kinds have one (`_colliders`),
+   else `gjk_contact` (GJK) and, for signed queries, `epa_contact` where the cores overlap, then
+3. `refined_contact`: Newton steps on the normal where a curved core holds the contact (`_refine`).
+4. `world_result`: the margins, the world frame, the final status, the closest features, and the
+   documented placeholders for invalid input.
+
+`solve` runs them in order; the tangent rule (`_tangent`) differentiates the final contact's simplex.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from ._colliders import bounded, for_mode, is_half_space, packed_half_space_contact, specialised_contact
+from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
+from ._dataclass import pytree_dataclass
+from ._epa import epa
+from ._features import FeatureDim, feature_without_vertices
+from ._gjk import gjk
+from ._minkowski import RelativePair
+from ._pose import Pose, normalized_quaternion
+from ._refine import refine
+from ._result import Config, DistanceResult, Simplex, Status
+from ._shapes import Shape, float_leaves
+from ._tolerance import (
+    epsilon,
+    float_dtype,
+    touching_resolution,
+)
+from ._vector import unit_vector
+
+
+def cast(tree, dtype):
+    """Floating leaves of `tree` as `dtype` arrays; integer and bool leaves and float0 tangents kept."""
+    def cast_leaf(leaf):
+        if getattr(leaf, "dtype", None) == jax.dtypes.float0:
+            return leaf
+        leaf = jnp.asarray(leaf)
+        return leaf.astype(dtype) if jnp.issubdtype(leaf.dtype, jnp.floating) else leaf
+
+    return jax.tree_util.tree_map(cast_leaf, tree)
+
+
+@pytree_dataclass
+class Prepared:
+    """The inputs of one pair, ready for the solvers.
+
+    Fields:
+        shape_a, pose_a, shape_b, pose_b: cast to one float dtype; zeroed where the input is invalid.
+        pair: the two shapes with B placed in A's frame.
+        is_valid: () bool, the input was valid (finite, unit-normalisable rotations, valid shapes).
+        scale: () the pair's scale: the largest of B's offset from A and the shapes' reach, the
+            magnitude of the numbers the solvers work with (`_tolerance.touching_resolution`).
+    """
+
+    shape_a: Shape
+    pose_a: Pose
+    shape_b: Shape
+    pose_b: Pose
+    pair: RelativePair
+    is_valid: jnp.ndarray
+    scale: jnp.ndarray
+
+    @property
+    def dtype(self):
+        return self.pair.translation.dtype
+
+
+@pytree_dataclass
+class Solution:
+    """Primal solution with what the tangent rule needs (all arrays, one pair).
+
+    Fields:
+        result: the `DistanceResult`.
+        normal_kind: () int32 `NormalKind` of the result's normal.
+        tangent_scale: () 1 where the distance varies with the inputs, else 0.
+        normal_response: (3, 3) world-frame `Refinement.response` (`NormalKind.SMOOTH`); None where the
+            pair is never refined (`refines`), so the tangent rule skips the smooth branch.
+    """
+
+    result: DistanceResult
+    normal_kind: jnp.ndarray
+    tangent_scale: jnp.ndarray
+    normal_response: jnp.ndarray | None
+
+
+def _all_finite(tree):
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in float_leaves(tree)]))
+
+
+def _sanitize(tree, is_valid):
+    """Zero every float leaf of `tree` where the input is invalid, so the loops run on finite data."""
+    def clean(leaf):
+        return leaf if leaf.dtype == jnp.bool_ else jnp.where(is_valid, leaf, 0)
+
+    return jax.tree_util.tree_map(clean, tree)
+
+
+def prepare(shape_a, pose_a, shape_b, pose_b) -> Prepared:
+    """Cast to one dtype, check run-time validity, sanitize, and place B in A's frame."""
+    dtype = float_dtype(*float_leaves((shape_a, pose_a, shape_b, pose_b)))
+    shape_a, pose_a, shape_b, pose_b = cast((shape_a, pose_a, shape_b, pose_b), dtype)
+    _, rotation_a_ok = normalized_quaternion(pose_a.rotation)
+    _, rotation_b_ok = normalized_quaternion(pose_b.rotation)
+    is_valid = (_all_finite((shape_a, pose_a, shape_b, pose_b)) & shape_a.is_valid()
+                & shape_b.is_valid() & rotation_a_ok & rotation_b_ok
+                & ~(is_half_space(shape_a) & is_half_space(shape_b)))
+    shape_a, pose_a, shape_b, pose_b = _sanitize((shape_a, pose_a, shape_b, pose_b), is_valid)
+    rotation_a = pose_a.rotation_matrix()
+    rotation_b = pose_b.rotation_matrix()
+    pair = RelativePair(shape_a, shape_b, rotation_a.T @ rotation_b,
+                        rotation_a.T @ (pose_b.translation - pose_a.translation))
+    scale = jnp.maximum(jnp.maximum(shape_a.reach(), shape_b.reach()).astype(dtype),
+                        jnp.max(jnp.abs(pair.translation)))
+    return Prepared(shape_a, pose_a, shape_b, pose_b, pair, is_valid, scale)
+
+
+def _touch_normal(pair: RelativePair, simplex: Simplex):
+    """The normal (3,) of cores that GJK found touching at a point of D: the support direction that
+    found that point (D touches the origin there, so it is the direction in which the cores part),
+    else the centres' direction, else +z."""
+    dtype = pair.translation.dtype
+    touch = unit_vector(simplex.directions_a[jnp.argmax(simplex.mask)])
+    fallback = unit_vector(pair.center())
+    fallback = jnp.where(jnp.any(fallback != 0), fallback, jnp.array([0, 0, 1], dtype))
+    return jnp.where(jnp.any(touch != 0), touch, fallback)
+
+
+def gjk_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start,
+                distance_upper_bound) -> Contact:
+    """GJK on the cores. Overlapping cores give distance 0 and status INTERSECTING."""
+    pair, dtype = prepared.pair, prepared.dtype
+    margin = prepared.shape_a.margin() + prepared.shape_b.margin()
+    if mode is QueryMode.INTERSECT:
+        # Stop as soon as the cores are proven apart or within the margins, to `world_result`'s rule
+        # for touching.
+        separation_bound = contact_bound = margin + touching_resolution(prepared.scale)
+    else:
+        bound = jnp.inf if distance_upper_bound is None else distance_upper_bound
+        separation_bound, contact_bound = bound + margin, -jnp.inf
+    state = gjk(pair, max_iterations=config.max_gjk_iterations,
+                tolerance=config.gjk_tolerance,
+                separation_bound=separation_bound, contact_bound=contact_bound,
+                warm_start=None if warm_start is None else cast(warm_start, dtype))
+    simplex = state.simplex()
+    norm = jnp.linalg.norm(state.closest)
+    overlap = state.status == Status.INTERSECTING
+    distance = jnp.select([overlap, state.status == Status.BOUND_EXCEEDED], [0, state.lower_bound], norm)
+    normal = jnp.where(overlap & (norm == 0), _touch_normal(pair, simplex), unit_vector(state.closest))
+    point_a, point_b = simplex_witnesses(simplex)
+    return Contact(distance, normal, simplex, point_a, point_b, state.status, state.iterations,
+                   jnp.where(norm > 0, NormalKind.FROM_CLOSEST, NormalKind.FIXED),
+                   (state.status == Status.SEPARATED) & (norm > 0))
+
+
+def _point_simplex(point) -> Simplex:
+    """A one-point `Simplex` holding the `SupportPoint` `point`."""
+    def first_slot(leaf):
+        return jnp.zeros((4,) + leaf.shape, leaf.dtype).at[0].set(leaf)
+
+    return Simplex(first_slot(point.direction_a), first_slot(point.direction_b), first_slot(point.point_a),
+                   first_slot(point.point_b), jnp.zeros(4, point.point.dtype).at[0].set(1),
+                   jnp.arange(4) == 0)
+
+
+def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact:
+    """The penetration depth of overlapping cores by EPA, from GJK's contact."""
+    pair, dtype = prepared.pair, prepared.dtype
+    simplex = contact.simplex
+    overlap = contact.status == Status.INTERSECTING
+    run_epa = overlap & (jnp.sum(simplex.mask) >= 2)
+    found = epa(pair, simplex, max_iterations=config.max_epa_iterations, tolerance=config.epa_tolerance,
+                active=run_epa)
+    # The depth lies between the nearest face's distance and the least support-plane distance
+    # seen, `upper_bound`, whose direction and support point give a translation that does separate
+    # the cores, with witness points on the surfaces. Where EPA ran out of steps, they are the
+    # answer (the nearest face's normal can be far off then). Where it converged on a curved
+    # surface (a gap left) or stopped on rounding (DEGENERATE), they are more accurate than the
+    # face (its normal is only good to √gap) and give the values, while the face, which moves
+    # with the shapes, gives the tangents.
+    # Converged on polytopes (no gap), the face is exact and its witness points central.
+    stopped_short = (found.status == Status.MAX_ITERATIONS) & jnp.isfinite(found.upper_bound)
+    rounding = 8 * epsilon(dtype) * found.size
+    gap = found.upper_bound - found.face_distance
+    curved_gap = (found.status == Status.PENETRATING) & (gap > rounding)
+    degenerate = (found.status == Status.DEGENERATE) & jnp.isfinite(found.upper_bound)
+    use_best = run_epa & (stopped_short | curved_gap | degenerate)
+    face_simplex = jax.tree_util.tree_map(
+        lambda best, face: jnp.where(stopped_short, best, face), _point_simplex(found.best), found.face)
+    depth = jnp.maximum(jnp.where(use_best, found.upper_bound, found.face_distance), 0)
+    face_normal = jnp.where(use_best, found.best_normal, found.face_normal)
+    # EPA found D flat (a segment through the origin): depth 0 like a touching pair, GJK's simplex
+    # gives the points, EPA the normal.
+    flat = run_epa & (found.status == Status.INTERSECTING)
+    touch_normal = jnp.where(flat, -face_normal, _touch_normal(pair, simplex))
+    expanded = run_epa & ~flat
+    touching = overlap & ~expanded
+    simplex = jax.tree_util.tree_map(lambda face, gjk_leaf: jnp.where(expanded, face, gjk_leaf),
+                                     face_simplex, simplex)
+    point_a, point_b = simplex_witnesses(simplex)
+    from_best = use_best & expanded
+    return Contact(
+        distance=jnp.select([expanded, touching], [-depth, 0], contact.distance),
+        normal=jnp.select([expanded, touching], [-face_normal, touch_normal], contact.normal),
+        simplex=simplex,
+        point_a=jnp.where(from_best, found.best.point_a, point_a),
+        point_b=jnp.where(from_best, found.best.point_b, point_b),
+        status=jnp.where(run_epa, found.status, contact.status),
+        iterations=contact.iterations + jnp.where(run_epa, found.iterations, 0),
+        normal_kind=jnp.select([expanded & ~stopped_short, overlap],
+                               [NormalKind.FROM_FACE, NormalKind.FIXED], contact.normal_kind),
+        refinable=contact.refinable | expanded,
+    )
+
+
+def refines(config: Config, mode: QueryMode, shape_a, shape_b) -> bool:
+    """Whether `_refine` can run for this query (trace time): a curved core may hold the contact."""
+    return mode is not QueryMode.INTERSECT and config.refine_normal and (
+        shape_a.may_curve() or shape_b.may_curve())
+
+
+def refined_contact(config: Config, mode: QueryMode, prepared: Prepared, contact: Contact):
+    """The contact with its normal refined where a curved core holds it (`_refine`), and the normal's
+    response (3, 3), world frame (None where the pair is never refined)."""
+    if not refines(config, mode, prepared.shape_a, prepared.shape_b):
+        return contact, None
+    refinement = refine(prepared.pair, contact.normal, contact.simplex,
+                        config.feature_tolerance,
+                        prepared.is_valid & contact.refinable)
+    accepted = refinement.accepted
+    point_a, point_b = simplex_witnesses(refinement.simplex)
+    refined = Contact(
+        distance=jnp.where(accepted, refinement.signed, contact.distance),
+        normal=refinement.normal,
+        simplex=refinement.simplex,
+        point_a=jnp.where(accepted, point_a, contact.point_a),
+        point_b=jnp.where(accepted, point_b, contact.point_b),
+        status=contact.status,
+        iterations=contact.iterations,
+        normal_kind=jnp.select([refinement.smooth, accepted], [NormalKind.SMOOTH, NormalKind.FROM_CLOSEST],
+                               contact.normal_kind),
+        refinable=contact.refinable,
+    )
+    rotation = prepared.pose_a.rotation_matrix()
+    return refined, rotation @ refinement.response @ rotation.T
+
+
+def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: Contact):
+    """The `DistanceResult` (world frame, margins added) and the tangent scale () of `contact`."""
+    shape_a, pose_a, shape_b, pose_b = prepared.shape_a, prepared.pose_a, prepared.shape_b, prepared.pose_b
+    dtype, is_valid = prepared.dtype, prepared.is_valid
+    signed = contact.distance - (shape_a.margin() + shape_b.margin())
+    # Touching: a distance within the rounding of the pair's scale has no reliable sign; all three
+    # queries report it as 0 (so `intersect` agrees with the others whichever program rounds).
+    signed = jnp.where(jnp.abs(signed) <= touching_resolution(prepared.scale), 0, signed)
+    status = contact.status
+    if mode is QueryMode.SIGNED:
+        # A settled status follows the sign of the final distance: rounded shapes whose cores are apart
+        # or touch can still overlap (penetration known exactly), and touching (distance 0) counts as
+        # intersecting, whichever solver found it.
+        settled = (status == Status.SEPARATED) | (status == Status.INTERSECTING) | (
+            status == Status.PENETRATING)
+        by_sign = jnp.select([signed > 0, signed < 0], [Status.SEPARATED, Status.PENETRATING],
+                             Status.INTERSECTING)
+        status = jnp.where(settled, by_sign, status)
+    normal = pose_a.rotation_matrix() @ contact.normal
+    point_a = pose_a.apply(contact.point_a) + shape_a.margin() * normal
+    point_b = pose_b.apply(contact.point_b) - shape_b.margin() * normal
+    tangent_scale = jnp.ones((), dtype)
+    has_features = is_valid
+    if mode is not QueryMode.SIGNED:
+        overlapping = signed <= 0
+        has_features = has_features & ~overlapping
+        status = jnp.where(overlapping & (status == Status.SEPARATED), Status.INTERSECTING, status)
+        middle = (point_a + point_b) / 2
+        point_a = jnp.where(overlapping, middle, point_a)
+        point_b = jnp.where(overlapping, middle, point_b)
+        tangent_scale = jnp.where(overlapping, 0, tangent_scale)
+        signed = jnp.maximum(signed, 0)
+
+    feature_tol = config.feature_tolerance
+    no_feature = feature_without_vertices(FeatureDim.NONE)
+    feature_a, feature_b = (
+        jax.tree_util.tree_map(lambda held, none: jnp.where(has_features, held, none),
+                               shape.feature(direction, feature_tol), no_feature)
+        for shape, direction in ((shape_a, contact.normal),
+                                 (shape_b, -prepared.pair.rotation.T @ contact.normal)))
+
+    # Invalid input: documented placeholders.
+    zeros3 = jnp.zeros(3, dtype)
+    result = DistanceResult(
+        distance=jnp.where(is_valid, signed, 0).astype(dtype),
+        point_a=jnp.where(is_valid, point_a, zeros3),
+        point_b=jnp.where(is_valid, point_b, zeros3),
+        normal=jnp.where(is_valid, normal, jnp.array([0, 0, 1], dtype)),
+        status=jnp.where(is_valid, status, Status.INVALID_INPUT).astype(jnp.int32),
+        iterations=jnp.where(is_valid, contact.iterations, 0).astype(jnp.int32),
+        simplex=contact.simplex,
+        feature_a=feature_a,
+        feature_b=feature_b,
+    )
+    return result, jnp.where(is_valid, tangent_scale, 0).astype(dtype)
+
+
+def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, warm_start,
+          distance_upper_bound) -> Solution:
+    """The primal solution of one query on one pair (the stages above, in order)."""
+    prepared = prepare(shape_a, pose_a, shape_b, pose_b)
+    config = config.resolved(prepared.dtype)
+    margin = prepared.shape_a.margin() + prepared.shape_b.margin()
+    contact = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
+    if contact is not None:
+        contact, response = for_mode(contact, mode, margin, distance_upper_bound), None
+    else:
+        loops = dataclasses.replace(prepared, pair=bounded(prepared.pair))
+        contact = gjk_contact(config, mode, loops, warm_start, distance_upper_bound)
+        if mode is QueryMode.SIGNED:
+            contact = epa_contact(config, loops, contact)
+        contact, response = refined_contact(config, mode, loops, contact)
+        half_spaces = packed_half_space_contact(prepared.pair)
+        if half_spaces is not None:
+            lanes, half_space = half_spaces
+            half_space = for_mode(half_space, mode, margin, distance_upper_bound)
+            contact = jax.tree_util.tree_map(lambda x, y: jnp.where(lanes, x, y), half_space, contact)
+    result, tangent_scale = world_result(config, mode, prepared, contact)
+    return Solution(result, contact.normal_kind.astype(jnp.int32), tangent_scale, response)

@@ -1,0 +1,421 @@
+"""Specialised colliders (`_colliders`): points, segments and boxes (spheres, capsules, boxes and their
+Rounded forms) and half-spaces, against independent float64 closed forms (`reference`), the general
+GJK/EPA path (`Config(specialised=False)`) and finite differences.
+
+The cases of each kind pair: random poses from deep overlap to far apart, the same configurations
+moved along the reference normal to touch exactly or to leave gaps of 1e-3 down to 1e-12 of the size,
+coincident poses, degenerate sizes (a point-like sphere, a zero-length capsule, a flat box), parallel,
+collinear and crossing capsules, and the whole set scaled by 1e-4 and 1e4. Every kind pair compiles one
+kernel per dtype and path (all cases in one vmapped batch).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import (
+    capsule_capsule,
+    capsule_endpoints,
+    pose_arrays,
+    sphere_box,
+    sphere_capsule,
+    sphere_sphere,
+    support_function,
+    support_point,
+)
+from shape_samples import random_polytope_vertices, random_rotation
+
+import jaxgjk as jg
+
+GENERAL = jg.Config(specialised=False)
+TOLERANCE = {np.float32: 1e-4, np.float64: 1e-9}  # × the size of the configuration
+GAPS = (0.0, 1e-3, 1e-6, 1e-9, 1e-12)
+SCALES = (1e-4, 1e4)
+
+
+def _make(kind, size):
+    """A shape of `kind` with float64 fields of the given (3,) size parameters."""
+    r, h, e = size
+    if kind == "sphere":
+        return jg.Sphere(np.float64(r))
+    if kind == "capsule":
+        return jg.Capsule(np.float64(r), np.float64(h))
+    if kind == "box":
+        return jg.Box(np.asarray(e, np.float64))
+    if kind == "rounded_box":
+        return jg.Rounded(jg.Box(np.asarray(e, np.float64)), np.float64(r))
+    raise ValueError(kind)
+
+
+def _sizes(kind, rng):
+    """Size parameters (radius, half length, half extents) of a random shape of `kind`."""
+    return (rng.uniform(0.1, 0.6), rng.uniform(0.2, 1.0), rng.uniform(0.2, 1.0, 3))
+
+
+def _reference(kind_a, shape_a, pose_a, kind_b, shape_b, pose_b):
+    """Float64 signed distance and normal from the closed forms (either order of the kinds)."""
+    if kind_a == "box" and kind_b == "sphere":
+        flipped = _reference(kind_b, shape_b, pose_b, kind_a, shape_a, pose_a)
+        return flipped[0], -flipped[1]
+    if kind_a == "capsule" and kind_b == "sphere":
+        flipped = _reference(kind_b, shape_b, pose_b, kind_a, shape_a, pose_a)
+        return flipped[0], -flipped[1]
+    (_, ta), (_, tb) = pose_arrays(pose_a), pose_arrays(pose_b)
+    if (kind_a, kind_b) == ("sphere", "sphere"):
+        ref = sphere_sphere(ta, shape_a.radius, tb, shape_b.radius)
+    elif (kind_a, kind_b) == ("sphere", "capsule"):
+        ref = sphere_capsule(ta, shape_a.radius, *capsule_endpoints(shape_b, pose_b), shape_b.radius)
+    elif (kind_a, kind_b) == ("capsule", "capsule"):
+        ref = capsule_capsule(*capsule_endpoints(shape_a, pose_a), shape_a.radius,
+                              *capsule_endpoints(shape_b, pose_b), shape_b.radius)
+    elif (kind_a, kind_b) == ("sphere", "box"):
+        ref = sphere_box(ta, shape_a.radius, shape_b.half_extents, pose_b)
+    elif (kind_a, kind_b) == ("sphere", "rounded_box"):
+        ref = sphere_box(ta, float(shape_a.radius) + float(shape_b.radius), shape_b.shape.half_extents,
+                         pose_b)
+    else:
+        raise ValueError((kind_a, kind_b))
+    return ref["distance"], np.asarray(ref["normal"])
+
+
+def _pose(translation, rotation):
+    return jg.Pose(np.asarray(translation, np.float64), np.asarray(rotation, np.float64))
+
+
+def _special_configurations(kind_a, kind_b, rng):
+    """Hand-made hard configurations: (size_a, size_b, pose_a, pose_b) tuples."""
+    identity = np.array([1.0, 0, 0, 0])
+    quarter_x = np.array([np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0])
+    size = (0.3, 0.5, np.array([0.4, 0.3, 0.2]))
+    configurations = [(size, size, _pose(np.zeros(3), identity), _pose(np.zeros(3), identity))]
+    flat = (0.0, 0.0, np.array([0.5, 0.4, 0.0]))  # a point-like sphere, a point capsule, a flat box
+    configurations.append((flat, size, _pose(np.zeros(3), identity), _pose([0.1, 0.2, 0.9], identity)))
+    configurations.append((size, flat, _pose(np.zeros(3), identity), _pose([0.05, 0.1, 0.3], quarter_x)))
+    if kind_a == kind_b == "capsule":
+        for offset in ([0.3, 0, 0], [0.7, 0.1, 0.4], [0, 0, 0.6], [0, 0, 2.0], [0, 0.2, 0]):
+            configurations.append((size, size, _pose(np.zeros(3), identity), _pose(offset, identity)))
+        configurations.append((size, size, _pose(np.zeros(3), identity), _pose([0, 0, 0.2], quarter_x)))
+        configurations.append((size, size, _pose(np.zeros(3), identity), _pose([0.2, 0, 0.1], quarter_x)))
+    if "box" in kind_b:  # the sphere's centre on a face, an edge, a corner, at the box's centre
+        half = size[2]
+        for point in ([0, 0, half[2]], [half[0], half[1], 0], half, [0, 0, 0], half * 0.99):
+            configurations.append((size, size, _pose(point, identity), _pose(np.zeros(3), identity)))
+    return configurations
+
+
+RANDOM_ROWS = 48  # random poses first, then those moved to touch or to tiny gaps, then the hard cases
+GENERIC_ROWS = RANDOM_ROWS + 8 * len(GAPS)  # the rows whose normal is unique where they are apart
+
+
+def _configurations(kind_a, kind_b, rng, count=RANDOM_ROWS):
+    """Rows (size_a, size_b, pose_a, pose_b): random, moved along the reference normal, hard cases
+    (`_special_configurations`), and the first rows scaled by `SCALES`."""
+    rows = []
+    for _ in range(count):
+        pose_a = _pose(rng.normal(size=3) * 0.3, random_rotation(rng))
+        pose_b = _pose(np.asarray(pose_a.translation) + rng.normal(size=3) * rng.uniform(0, 1.5),
+                       random_rotation(rng))
+        rows.append((_sizes(kind_a, rng), _sizes(kind_b, rng), pose_a, pose_b))
+    # The first 8 moved along their normal to touch, or to leave tiny gaps.
+    moved = []
+    for gap in GAPS:
+        for size_a, size_b, pose_a, pose_b in rows[:8]:
+            distance, normal = _reference(kind_a, _make(kind_a, size_a), pose_a, kind_b,
+                                          _make(kind_b, size_b), pose_b)
+            shift = (gap - distance) * normal
+            moved.append((size_a, size_b, pose_a, _pose(np.asarray(pose_b.translation) + shift,
+                                                        pose_b.rotation)))
+    rows += moved + _special_configurations(kind_a, kind_b, rng)
+    scaled = []
+    for scale in SCALES:
+        for size_a, size_b, pose_a, pose_b in rows[:12]:
+            scaled.append((tuple(part * scale for part in size_a), tuple(part * scale for part in size_b),
+                           _pose(np.asarray(pose_a.translation) * scale, pose_a.rotation),
+                           _pose(np.asarray(pose_b.translation) * scale, pose_b.rotation)))
+    rows += scaled
+    return rows
+
+
+def _stack(items):
+    return jax.tree_util.tree_map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *items)
+
+
+def _round_to_float32(tree):
+    return jax.tree_util.tree_map(lambda x: np.asarray(x).astype(np.float32).astype(np.float64), tree)
+
+
+@functools.cache
+def _kernel(query, config):
+    return jax.jit(jax.vmap(functools.partial(getattr(jg, query), config=config)))
+
+
+def _case_batch(kind_a, kind_b, seed):
+    rng = np.random.default_rng(seed)
+    rows = _configurations(kind_a, kind_b, rng)
+    shapes_a = [_make(kind_a, r[0]) for r in rows]
+    shapes_b = [_make(kind_b, r[1]) for r in rows]
+    inputs = _round_to_float32((_stack(shapes_a), _stack([r[2] for r in rows]), _stack(shapes_b),
+                                _stack([r[3] for r in rows])))
+    references = []
+    for k in range(len(rows)):
+        one = jax.tree_util.tree_map(lambda leaf, k=k: leaf[k], inputs)
+        references.append(_reference(kind_a, one[0], one[1], kind_b, one[2], one[3]))
+    distances = np.array([r[0] for r in references])
+    normals = np.array([r[1] for r in references])
+    sizes = np.array([max(np.max(r[0][0:2]), np.max(r[0][2]), np.max(r[1][0:2]), np.max(r[1][2]))
+                      for r in rows])
+    sizes = np.maximum(sizes, np.linalg.norm(np.asarray(inputs[3].translation) -
+                                             np.asarray(inputs[1].translation), axis=1))
+    return inputs, distances, normals, sizes
+
+
+PAIRS = [("sphere", "sphere"), ("sphere", "capsule"), ("capsule", "sphere"), ("capsule", "capsule"),
+         ("sphere", "box"), ("box", "sphere"), ("sphere", "rounded_box")]
+
+
+def _as(tree, dtype):
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), tree)
+
+
+def _support_plane_errors(result, inputs):
+    """|normal·point_a − h_A(normal)| and |−normal·point_b − h_B(−normal)| (float64 reference)."""
+    errors = []
+    for k in range(len(result.distance)):
+        shape_a, pose_a, shape_b, pose_b = jax.tree_util.tree_map(lambda leaf, k=k: leaf[k], inputs)
+        normal = np.asarray(result.normal[k], np.float64)
+        error_a = abs(normal @ np.asarray(result.point_a[k]) - support_function(shape_a, pose_a, normal))
+        error_b = abs(-normal @ np.asarray(result.point_b[k]) - support_function(shape_b, pose_b, -normal))
+        errors.append(max(error_a, error_b))
+    return np.array(errors)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind_a,kind_b", PAIRS)
+def test_specialised_pairs_match_closed_forms_and_the_general_path(kind_a, kind_b, dtype):
+    inputs, reference, reference_normals, sizes = _case_batch(kind_a, kind_b, seed=7)
+    typed = _as(inputs, dtype)
+    tolerance = TOLERANCE[dtype] * sizes
+    special = _kernel("signed_distance", jg.Config())(*typed)
+    general = _kernel("signed_distance", GENERAL)(*typed)
+    distance = np.asarray(special.distance, np.float64)
+    np.testing.assert_array_less(np.abs(distance - reference), tolerance)
+    np.testing.assert_array_less(np.abs(distance - np.asarray(general.distance, np.float64)), tolerance)
+    # The closed forms run no loop; the general path does.
+    assert np.all(np.asarray(special.iterations) == 0) and np.all(np.asarray(general.iterations) > 0)
+    # Status follows the sign (touching is INTERSECTING).
+    status = np.asarray(special.status)
+    np.testing.assert_array_equal(status, np.select(
+        [distance > 0, distance < 0], [jg.Status.SEPARATED, jg.Status.PENETRATING], jg.Status.INTERSECTING))
+    # The contract: distance = normal·(point_b − point_a), points on the supporting planes.
+    normal = np.asarray(special.normal, np.float64)
+    np.testing.assert_allclose(np.linalg.norm(normal, axis=1), 1, atol=10 * TOLERANCE[dtype])
+    gap = np.einsum("ij,ij->i", normal, np.asarray(special.point_b - special.point_a, np.float64))
+    np.testing.assert_array_less(np.abs(gap - distance), tolerance)
+    np.testing.assert_array_less(_support_plane_errors(special, inputs), tolerance)
+    # The normal is the reference's wherever that is unique (not touching, not coincident).
+    unique = (np.abs(reference) > 1e-3 * sizes) & (np.arange(len(reference)) < GENERIC_ROWS)
+    cosine = np.einsum("ij,ij->i", normal, reference_normals)
+    assert np.all(cosine[unique] > 1 - 1e3 * TOLERANCE[dtype])
+    # `distance` clamps and reports INTERSECTING for overlapping pairs; `intersect` agrees with the sign
+    # everywhere: distances within rounding of the scale are reported as exactly touching by all three.
+    unsigned = _kernel("distance", jg.Config())(*typed)
+    np.testing.assert_array_less(np.abs(np.asarray(unsigned.distance) - np.maximum(distance, 0)), tolerance)
+    intersecting = np.asarray(unsigned.status) == jg.Status.INTERSECTING
+    np.testing.assert_array_equal(intersecting, distance <= 0)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(jg.intersect))(*typed)), distance <= 0)
+
+
+@functools.cache
+def _gradient_kernel(config):
+    def gradients(shape_a, pose_a, shape_b, pose_b):
+        def signed(*args):
+            return jg.signed_distance(*args, config=config).distance
+        return jax.grad(signed, argnums=(0, 1, 2, 3))(shape_a, pose_a, shape_b, pose_b)
+    return jax.jit(jax.vmap(gradients))
+
+
+@pytest.mark.parametrize("kind_a,kind_b", PAIRS)
+def test_specialised_gradients_match_the_general_path_and_finite_differences(kind_a, kind_b):
+    inputs, reference, _, sizes = _case_batch(kind_a, kind_b, seed=11)
+    special = _gradient_kernel(jg.Config())(*inputs)
+    general = _gradient_kernel(GENERAL)(*inputs)
+    for leaf in jax.tree_util.tree_leaves(special):
+        assert np.all(np.isfinite(leaf)), "gradients must be finite at every case (touching, coincident)"
+    # Where the distance is differentiable (no tie of features), both paths give the same gradient.
+    generic = (np.abs(reference) > 1e-3 * sizes) & (np.arange(len(reference)) < RANDOM_ROWS)
+    for ours, theirs in zip(jax.tree_util.tree_leaves(special), jax.tree_util.tree_leaves(general),
+                            strict=True):
+        ours, theirs = np.asarray(ours)[generic], np.asarray(theirs)[generic]
+        np.testing.assert_allclose(ours, theirs, atol=1e-8, rtol=1e-8)
+    # Central differences on B's translation, float64, for the same generic cases.
+    step = 1e-6
+    shape_a, pose_a, shape_b, pose_b = inputs
+    kernel = _kernel("signed_distance", jg.Config())
+    for axis in range(3):
+        offset = np.zeros(3)
+        offset[axis] = step
+        plus = kernel(shape_a, pose_a, shape_b, jg.Pose(pose_b.translation + offset, pose_b.rotation))
+        minus = kernel(shape_a, pose_a, shape_b, jg.Pose(pose_b.translation - offset, pose_b.rotation))
+        difference = (np.asarray(plus.distance) - np.asarray(minus.distance)) / (2 * step)
+        np.testing.assert_allclose(np.asarray(special[3].translation)[generic, axis], difference[generic],
+                                   atol=1e-6)
+
+
+def test_hessians_are_finite_at_coincident_centres_and_parallel_capsules():
+    capsule = jg.Capsule(jnp.float64(0.2), jnp.float64(0.5))
+    sphere = jg.Sphere(jnp.float64(0.3))
+    identity = jg.Pose.identity(jnp.float64)
+    beside = jg.Pose(jnp.array([0.3, 0.0, 0.0]), jnp.array([1.0, 0, 0, 0]))
+    for a, b, pose_b in ((sphere, sphere, identity), (capsule, capsule, beside), (capsule, capsule, identity),
+                         (sphere, capsule, identity)):
+        def signed(pose, a=a, b=b):
+            return jg.signed_distance(a, identity, b, pose).distance
+        for derivative in (jax.grad(signed), jax.jacfwd(signed), jax.jacrev(signed), jax.hessian(signed)):
+            for leaf in jax.tree_util.tree_leaves(derivative(pose_b)):
+                assert np.all(np.isfinite(leaf))
+
+
+# --- half-spaces ------------------------------------------------------------------------------------
+
+def _half_space_partners(rng):
+    """One shape of every kind (and composites) to rest on a half-space."""
+    vertices = random_polytope_vertices(rng, 12, 0.6)
+    return {
+        "sphere": jg.Sphere(jnp.float64(0.4)),
+        "capsule": jg.Capsule(jnp.float64(0.2), jnp.float64(0.5)),
+        "box": jg.Box(jnp.array([0.4, 0.3, 0.2])),
+        "cylinder": jg.Cylinder(jnp.float64(0.3), jnp.float64(0.4)),
+        "cone": jg.Cone(jnp.float64(0.3), jnp.float64(0.4)),
+        "ellipsoid": jg.Ellipsoid(jnp.array([0.5, 0.3, 0.2])),
+        "polytope": jg.Polytope(jnp.asarray(vertices)),
+        "rounded_box": jg.Rounded(jg.Box(jnp.array([0.3, 0.2, 0.1])), jnp.float64(0.05)),
+        "affine_ellipsoid": jg.Affine(jg.Ellipsoid(jnp.array([0.4, 0.3, 0.2])),
+                                      jnp.array([[1.0, 0.3, 0], [0, 1, 0], [0.2, 0, 0.7]]),
+                                      jnp.array([0.1, 0, 0])),
+    }
+
+
+def _half_space_poses(rng, count):
+    """Poses of a shape and of a half-space: the plane tilted at random, the shape at heights from deep
+    below to well above it, some exactly touching."""
+    heights = np.concatenate([rng.uniform(-0.6, 1.0, count - 4), [0.0, 1e-9, -1e-9, 1e-3]])
+    return heights, [(_pose(rng.normal(size=3), random_rotation(rng)),
+                      _pose(rng.normal(size=3), random_rotation(rng))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_half_space_against_every_kind_matches_the_support_function(dtype):
+    rng = np.random.default_rng(5)
+    plane = jg.HalfSpace()
+    for name, shape in _half_space_partners(rng).items():
+        heights, poses = _half_space_poses(rng, 24)
+        placed = []
+        for height, (pose_shape, pose_plane) in zip(heights, poses, strict=True):
+            # Move the shape along the plane's normal so that its lowest point is `height` above it.
+            rotation, translation = pose_arrays(pose_plane)
+            normal = rotation[:, 2]
+            lowest = -support_function(shape, pose_shape, -normal) - normal @ translation
+            moved = np.asarray(pose_shape.translation) + (height - lowest) * normal
+            placed.append((_pose(moved, pose_shape.rotation), pose_plane))
+        poses_shape = _round_to_float32(_stack([p[0] for p in placed]))
+        poses_plane = _round_to_float32(_stack([p[1] for p in placed]))
+        reference = []
+        for k in range(len(placed)):
+            pose_shape = jax.tree_util.tree_map(lambda leaf, k=k: leaf[k], poses_shape)
+            plane_pose = jax.tree_util.tree_map(lambda leaf, k=k: leaf[k], poses_plane)
+            rotation, translation = pose_arrays(plane_pose)
+            normal = rotation[:, 2]
+            reference.append(-support_function(shape, pose_shape, -normal) - normal @ translation)
+        reference = np.array(reference)
+        typed_shape = _as(shape, dtype)
+        for order in ("shape_first", "plane_first"):
+            if order == "shape_first":
+                args = (typed_shape, _as(poses_shape, dtype), plane, _as(poses_plane, dtype))
+                in_axes = (None, 0, None, 0)
+            else:
+                args = (plane, _as(poses_plane, dtype), typed_shape, _as(poses_shape, dtype))
+                in_axes = (None, 0, None, 0)
+            result = jax.jit(jax.vmap(jg.signed_distance, in_axes=in_axes))(*args)
+            distance = np.asarray(result.distance, np.float64)
+            np.testing.assert_allclose(distance, reference, atol=TOLERANCE[dtype] * 4, err_msg=name)
+            normal = np.asarray(result.normal, np.float64)
+            gap = np.einsum("ij,ij->i", normal, np.asarray(result.point_b - result.point_a, np.float64))
+            np.testing.assert_allclose(gap, distance, atol=TOLERANCE[dtype] * 4, err_msg=name)
+            plane_normals = np.stack([quaternion_column(q) for q in np.asarray(poses_plane.rotation)])
+            expected_normal = -plane_normals if order == "shape_first" else plane_normals
+            np.testing.assert_allclose(normal, expected_normal, atol=10 * TOLERANCE[dtype], err_msg=name)
+            hits = jax.jit(jax.vmap(jg.intersect, in_axes=in_axes))(*args)
+            np.testing.assert_array_equal(np.asarray(hits), distance <= 0, err_msg=name)
+            unsigned = jax.jit(jax.vmap(jg.distance, in_axes=in_axes))(*args)
+            np.testing.assert_allclose(np.asarray(unsigned.distance), np.maximum(distance, 0),
+                                       atol=TOLERANCE[dtype] * 4, err_msg=name)
+
+
+def quaternion_column(quaternion):
+    """The third column (local z in world) of the rotation of `quaternion` (4,)."""
+    return pose_arrays(jg.Pose(np.zeros(3), quaternion))[0][:, 2]
+
+
+def test_half_space_gradients_match_finite_differences():
+    rng = np.random.default_rng(9)
+    plane = jg.HalfSpace()
+    step = 1e-6
+    for name, shape in _half_space_partners(rng).items():
+        pose_shape = _pose(rng.normal(size=3), random_rotation(rng))
+        pose_plane = _pose(rng.normal(size=3) * 0.1 + np.asarray(pose_shape.translation) - [0, 0, 0.3],
+                           random_rotation(rng))
+
+        def signed(pose_s, pose_p, shape=shape):
+            return jg.signed_distance(shape, pose_s, plane, pose_p).distance
+
+        gradient = jax.jit(jax.grad(signed, argnums=(0, 1)))(pose_shape, pose_plane)
+        for which in (0, 1):
+            for field in ("translation", "rotation"):
+                base = [pose_shape, pose_plane]
+                values = np.asarray(getattr(base[which], field))
+                for index in range(values.size):
+                    shifted = []
+                    for sign in (1, -1):
+                        moved = values.copy()
+                        moved[index] += sign * step
+                        poses = list(base)
+                        poses[which] = jg.Pose(**{**{"translation": base[which].translation,
+                                                     "rotation": base[which].rotation},
+                                                  field: jnp.asarray(moved)})
+                        shifted.append(float(signed(*poses)))
+                    difference = (shifted[0] - shifted[1]) / (2 * step)
+                    assert abs(float(getattr(gradient[which], field)[index]) - difference) < 1e-6, \
+                        (name, which, field, index)
+
+
+def test_half_space_pairs_that_need_a_bounded_support_raise():
+    plane, sphere = jg.HalfSpace(), jg.Sphere(jnp.float32(1))
+    pose = jg.Pose.identity()
+    with pytest.raises(ValueError, match="both shapes are half-spaces"):
+        jg.signed_distance(plane, pose, plane, pose)
+    for composite in (jg.ConvexHull((plane, sphere)), jg.MinkowskiSum(sphere, plane),
+                      jg.Affine(plane, jnp.eye(3), jnp.zeros(3))):
+        with pytest.raises(ValueError, match="HalfSpace inside"):
+            jg.distance(sphere, pose, composite, pose)
+
+
+def test_support_of_a_half_space_is_the_plane_along_its_normal_and_infinite_elsewhere():
+    plane = jg.HalfSpace()
+    np.testing.assert_array_equal(plane.support(jnp.array([0.0, 0, 2])), [0, 0, 0])
+    np.testing.assert_array_equal(plane.support(jnp.zeros(3)), [0, 0, 0])
+    assert np.all(np.isinf(plane.support(jnp.array([1.0, 0, 1]))[:1]))
+    assert np.isinf(plane.support(jnp.array([0.0, 0, -1]))[2])
+    hint = jnp.array([0.3, -0.2, 0.7])
+    np.testing.assert_array_equal(plane.core_support_near(jnp.array([0.0, 0, 1]), hint), [0.3, -0.2, 0])
+
+
+def test_support_points_of_the_references_agree_with_the_shapes():
+    # The references read fields only; a quick cross-check of that reading on one shape per kind.
+    rng = np.random.default_rng(3)
+    for name, shape in _half_space_partners(rng).items():
+        direction = rng.normal(size=3)
+        local = np.asarray(shape.support(jnp.asarray(direction)))
+        expected = support_point(shape, None, direction)
+        assert abs(direction @ local - direction @ expected) < 1e-12, name
