@@ -4,8 +4,9 @@ A *case* is a batch of ``N`` random pairs ``(A, B)`` of one *kind*.  Every peer 
 is fed exactly the same arrays, so results can be compared pair by pair.
 
 Kinds (``A-B``):  ``"box-box"``, ``"capsule-box"``, ``"sphere-box"``,
-``"ellipsoid-ellipsoid"``, ``"cylinder-box"``, ``"polytope-polytope"`` (the latter with
-``n_vertices`` in ``POLYTOPE_VERTEX_COUNTS`` = 8/32/128/512).
+``"ellipsoid-ellipsoid"``, ``"cylinder-box"``, ``"polytope-polytope"`` (with ``n_vertices`` in
+``POLYTOPE_VERTEX_COUNTS`` = 8/32/128/512), ``"sphere-sphere"``, ``"sphere-capsule"``,
+``"capsule-capsule"`` and ``"box-halfspace"``.
 
 Shape parameters (all lengths in the same arbitrary unit, float64, local frame of the shape):
 
@@ -21,6 +22,8 @@ cylinder     ``half_length``       (N,)   the cylinder spans z in [-h, +h]
 ellipsoid    ``radii``             (N,3)  semi-axes along local x, y, z
 polytope     ``vertices``          (P,3)  convex-hull vertices, SHARED by all N pairs of the
                                           case (every point is a hull vertex, origin inside)
+halfspace    (none)                       the half-space z <= 0 of its local frame (MuJoCo's
+                                          ``plane`` geom, jaxgjk's ``HalfSpace``)
 ===========  ====================  =========================================================
 
 Poses (world frame, float64): ``pos_a``/``pos_b`` (N,3) positions of the shape origin;
@@ -42,10 +45,15 @@ Generation (``make_case``):
     between a boundary point and the interior origin), so the pair overlaps by construction and
     the depth is a fraction of the size.  ``deep=True`` instead puts the centres close: offset
     ``s * (r_in,A + r_in,B)`` with ``s ~ U(0.2, 0.9)`` and ``r_in`` the radius of a ball about
-    the origin contained in the shape.
+    the origin contained in the shape;
+  * half-space pairs (B a half-space with outward normal ``n`` = its local +z in the world): the
+    signed distance is the height of A's lowest point, ``n . (pos_A - pos_B) - h_A(-n)``, and
+    the plane is placed to make it ``gap`` (as above, scaled by A's bounding radius) when
+    separated, ``-t h_A(-n)`` with ``t ~ U(0.05, 0.5)`` when penetrating, and
+    ``-h_A(-n) - s r_in,A`` (A's origin below the plane) when deep.
 
 ``reference_signed_distance(case)`` gives float64 ground truth where a closed form or an exact
-small convex program is easy (sphere-box, box-box, separated capsule-box) and NaN elsewhere.
+small convex program is easy and NaN elsewhere: see its docstring for the kinds.
 """
 
 from __future__ import annotations
@@ -54,13 +62,17 @@ import dataclasses
 
 import numpy as np
 
-KINDS = (
+KINDS = (  # new kinds go at the end: the RNG seed of a case includes the kind's index
     "box-box",
     "capsule-box",
     "sphere-box",
     "ellipsoid-ellipsoid",
     "cylinder-box",
     "polytope-polytope",
+    "sphere-sphere",
+    "sphere-capsule",
+    "capsule-capsule",
+    "box-halfspace",
 )
 POLYTOPE_VERTEX_COUNTS = (8, 32, 128, 512)
 SHAPE_PARAMS = {
@@ -70,7 +82,9 @@ SHAPE_PARAMS = {
     "cylinder": ("radius", "half_length"),
     "ellipsoid": ("radii",),
     "polytope": ("vertices",),
+    "halfspace": (),
 }
+UNBATCHED_SHAPES = ("polytope", "halfspace")  # parameters shared by all N pairs of a case
 POLYTOPE_RADIUS = 0.5  # circumradius of the generated polytopes
 
 
@@ -208,6 +222,8 @@ def _draw_params(rng: np.random.Generator, shape: str, n: int,
         if n_vertices is None:
             raise ValueError("polytope cases need n_vertices")
         return {"vertices": random_polytope(rng, n_vertices)}
+    if shape == "halfspace":
+        return {}
     raise ValueError(f"unknown shape {shape!r}")
 
 
@@ -334,6 +350,13 @@ def make_case(kind: str, n: int, penetrating: bool, seed: int,
     quat_b = random_quaternions(rng, n)
     ra, rb = quat_to_mat(quat_a), quat_to_mat(quat_b)
     pos_a = rng.uniform(-1.0, 1.0, (n, 3))
+    if sb == "halfspace":
+        normal = rb[:, :, 2]
+        height = _height_above_halfspace(rng, sa, pa, ra, normal, penetrating, deep)
+        pos_b = pos_a - height[:, None] * normal
+        return Case(kind=kind, penetrating=penetrating, seed=seed, params_a=pa, params_b=pb,
+                    pos_a=pos_a, quat_a=quat_a, pos_b=pos_b, quat_b=quat_b, n_vertices=n_vertices,
+                    deep=bool(penetrating and deep))
     u = random_unit_vectors(rng, n)
     ua, ub = np.einsum("nji,nj->ni", ra, u), np.einsum("nji,nj->ni", rb, -u)  # local dirs
     if not penetrating:
@@ -352,6 +375,28 @@ def make_case(kind: str, n: int, penetrating: bool, seed: int,
     return Case(kind=kind, penetrating=penetrating, seed=seed, params_a=pa, params_b=pb,
                 pos_a=pos_a, quat_a=quat_a, pos_b=pos_b, quat_b=quat_b, n_vertices=n_vertices,
                 deep=bool(penetrating and deep))
+
+
+def _height_above_halfspace(rng: np.random.Generator, shape: str, params: dict, rot: np.ndarray,
+                            normal: np.ndarray, penetrating: bool, deep: bool) -> np.ndarray:
+    """(N,) height ``n . (pos_A - pos_B)`` of A's origin above the plane for the drawn distance.
+
+    Args:
+      rng: the case's generator.
+      shape, params: shape A.
+      rot: (N,3,3) rotations of A (local -> world).
+      normal: (N,3) the half-space's outward unit normal ``n`` in the world frame.
+      penetrating, deep: as in ``make_case``.
+    """
+    n = len(normal)
+    lowest = support_local(shape, params, np.einsum("nji,nj->ni", rot, -normal))  # h_A(-n)
+    if not penetrating:
+        signed = rng.uniform(0.05, 0.5, n) * bounding_radius(shape, params, n)
+    elif deep:
+        signed = -lowest - rng.uniform(0.2, 0.9, n) * inner_radius(shape, params, n)
+    else:
+        signed = -rng.uniform(0.05, 0.5, n) * lowest
+    return signed + lowest
 
 
 def subset(case: Case, idx) -> Case:
@@ -434,13 +479,82 @@ def _capsule_box_separated(case: Case) -> np.ndarray:
     return out
 
 
+def _point_segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(N,) distances from points p (N,3) to the segments [a, b] (N,3 each; may be points)."""
+    ab = b - a
+    den = np.sum(ab * ab, axis=1)
+    t = np.clip(np.sum((p - a) * ab, axis=1) / np.where(den > 0, den, 1.0), 0.0, 1.0)
+    return np.linalg.norm(a + t[:, None] * ab - p, axis=1)
+
+
+def _segment_segment_distance(p0: np.ndarray, p1: np.ndarray, q0: np.ndarray,
+                              q1: np.ndarray) -> np.ndarray:
+    """(N,) exact distances between the segments [p0, p1] and [q0, q1] (each (N,3)).
+
+    The squared distance is a convex quadratic in the two segment parameters over [0,1]^2: its
+    minimum is at the interior stationary point when that lies inside, else on an edge of the
+    square, i.e. an endpoint of one segment against the other segment.  Parallel segments have a
+    minimiser on an edge, so the interior candidate is skipped when the system is singular.
+    """
+    ends = [_point_segment_distance(p0, q0, q1), _point_segment_distance(p1, q0, q1),
+            _point_segment_distance(q0, p0, p1), _point_segment_distance(q1, p0, p1)]
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+    a, e, b = np.sum(d1 * d1, 1), np.sum(d2 * d2, 1), np.sum(d1 * d2, 1)
+    c, f = np.sum(d1 * r, 1), np.sum(d2 * r, 1)
+    den = a * e - b * b  # >= 0; 0 for parallel or degenerate segments
+    regular = den > 1e-12 * a * e
+    safe = np.where(regular, den, 1.0)
+    s, t = (b * f - c * e) / safe, (a * f - b * c) / safe
+    inside = regular & (s >= 0) & (s <= 1) & (t >= 0) & (t <= 1)
+    interior = np.linalg.norm(p0 + s[:, None] * d1 - q0 - t[:, None] * d2, axis=1)
+    return np.minimum(np.min(ends, axis=0), np.where(inside, interior, np.inf))
+
+
+def _capsule_segment(case: Case, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """World end points (N,3), (N,3) of the core segment of capsule A or B."""
+    params, pos, rot = ((case.params_a, case.pos_a, case.rotmat_a()) if side == "a"
+                        else (case.params_b, case.pos_b, case.rotmat_b()))
+    axis = params["half_length"][:, None] * rot[:, :, 2]
+    return pos - axis, pos + axis
+
+
+def _round_round(case: Case) -> np.ndarray:
+    """Sphere/capsule pairs: distance between the cores (points, segments) minus both radii.
+
+    Exact when overlapping too: the Minkowski difference of the cores is a point, a segment or a
+    parallelogram, flat in every case, so the depth is the summed radius minus the core distance.
+    """
+    radii = case.params_a["radius"] + case.params_b["radius"]
+    if case.kind == "sphere-sphere":
+        core = np.linalg.norm(case.pos_b - case.pos_a, axis=1)
+    elif case.kind == "sphere-capsule":
+        core = _point_segment_distance(case.pos_a, *_capsule_segment(case, "b"))
+    else:
+        core = _segment_segment_distance(*_capsule_segment(case, "a"), *_capsule_segment(case, "b"))
+    return core - radii
+
+
+def _shape_halfspace(case: Case) -> np.ndarray:
+    """Height of A's lowest point above the plane: n . (pos_A - pos_B) - h_A(-n)."""
+    normal = case.rotmat_b()[:, :, 2]
+    lowest = support_local(case.shape_a, case.params_a,
+                           np.einsum("nji,nj->ni", case.rotmat_a(), -normal))
+    return np.sum(normal * (case.pos_a - case.pos_b), axis=1) - lowest
+
+
 def reference_signed_distance(case: Case) -> np.ndarray:
     """(N,) float64 exact signed distances where easy, NaN where not available.
 
     sphere-box: closed form.  box-box: SAT depth when overlapping, bounded least squares
     (scipy ``lsq_linear``) when separated.  capsule-box: bounded least squares on the core
-    segment, separated pairs only.  Everything else: all NaN.
+    segment, separated pairs only.  sphere-sphere, sphere-capsule, capsule-capsule: distance
+    between the cores (point-segment, exact segment-segment) minus the radii, overlapping pairs
+    included.  box-halfspace: height of the box's lowest point.  Everything else: all NaN.
     """
+    if case.kind in ("sphere-sphere", "sphere-capsule", "capsule-capsule"):
+        return _round_round(case)
+    if case.shape_b == "halfspace":
+        return _shape_halfspace(case)
     if case.kind == "sphere-box":
         return _sphere_box(case)
     if case.kind == "box-box":
@@ -512,6 +626,9 @@ def arbiter_signed_distance(case: Case, idx, n_dirs: int = 20000, n_starts: int 
     from scipy.optimize import minimize
     from scipy.spatial import ConvexHull
 
+    if "halfspace" in (case.shape_a, case.shape_b):
+        raise ValueError("no arbiter for half-spaces (unbounded); reference_signed_distance has "
+                         "the closed form")
     idx = np.atleast_1d(np.asarray(idx))
     ra, rb = case.rotmat_a(), case.rotmat_b()
     dirs = _fibonacci_sphere(n_dirs)

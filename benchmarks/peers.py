@@ -24,9 +24,15 @@ Peers (each imported lazily; ``available_peers()`` lists those that import):
 
 * ``mujoco``  -- MuJoCo C ``mj_geomDistance`` per pair in a Python loop (single thread).
   Model with 2N geoms (pair i = geoms 2i, 2i+1), poses written to ``d.geom_xpos/xmat`` once.
-  MuJoCo's own collider table decides the algorithm: analytic box-box, sphere-box and
-  capsule-box, native GJK/EPA (``mjc_Convex``) for the rest.  float64; polytope meshes are
-  stored by MuJoCo in float32.
+  MuJoCo's own collider table decides the algorithm (``mujoco_collider``): analytic routines
+  for sphere-sphere, sphere-capsule, capsule-capsule, sphere-box, capsule-box and plane-box,
+  native GJK/EPA (``mjc_ccd``, "nativeccd", on by default) for the rest, box-box included.
+  float64; polytope meshes are stored by MuJoCo in float32.
+* ``mujoco_native`` -- the same ``mj_geomDistance`` calls on the same model and poses, but in a
+  tight C loop of our own (``mujoco_native.c``, built with the system ``gcc -O2`` against the
+  ``libmujoco`` and headers of the installed ``mujoco`` wheel, into ``benchmarks/build/``, on
+  first use): MuJoCo's own speed without Python's per-call overhead.  Same results as
+  ``mujoco``, bit for bit (``--selfcheck`` checks it).
 * ``mujoco_warp`` -- MuJoCo Warp GJK/EPA (``collision_gjk.ccd``/``gjk_phase``) for every kind,
   one Warp thread per pair in a custom kernel mirroring MJWarp's ``ccd_kernel_builder`` (geom
   types compile-time, origin shifted to geom 1, MuJoCo's ccd_tolerance/ccd_iterations, mesh
@@ -44,7 +50,9 @@ Peers (each imported lazily; ``available_peers()`` lists those that import):
 Self-check: ``python benchmarks/peers.py --selfcheck [--n 2000]`` prints per-kind throughput
 (pairs/s) of every available peer and the max abs disagreement with a reference (float64
 closed form where ``cases.reference_signed_distance`` has one, else the per-pair median of the
-peers).  Run it in the peers' venv, kept apart from jaxgjk's own so peer pins cannot break it:
+peers), and checks that ``mujoco_native`` returns the Python loop's distances exactly (exit
+status 1 if not).  Kinds a peer lacks (half-spaces outside MuJoCo C) are reported as skipped.
+Run it in the peers' venv, kept apart from jaxgjk's own so peer pins cannot break it:
 
     python3 -m venv /work/venv-bench
     /work/venv-bench/bin/pip install jax==0.10.2 jaxlib==0.10.2 numpy scipy \
@@ -57,10 +65,15 @@ with mujoco-warp.)
 from __future__ import annotations
 
 import argparse
+import glob
+import hashlib
 import importlib
 import importlib.metadata
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -75,7 +88,7 @@ QUERIES = ("distance", "signed_distance", "intersect")
 DISTMAX = 10.0  # MuJoCo distmax: larger than any separation the generator produces
 
 _MJ_TYPE = {"sphere": "sphere", "capsule": "capsule", "box": "box", "cylinder": "cylinder",
-            "ellipsoid": "ellipsoid", "polytope": "mesh"}
+            "ellipsoid": "ellipsoid", "polytope": "mesh", "halfspace": "plane"}
 
 
 def _check_query(query: str) -> None:
@@ -98,6 +111,15 @@ def _best_time(fn, repeats: int, cpu: list | None = None) -> tuple[float, object
     if cpu is not None:
         cpu.append(best_cpu)
     return best, out
+
+
+def _skipped(case: C.Case, notes: str) -> dict:
+    """The result of a peer that has no routine for the case: NaN everywhere, ``notes`` says why."""
+    return _result(np.full(case.n, np.nan), np.zeros(case.n, bool), np.nan, None, notes)
+
+
+def _has_halfspace(case: C.Case) -> bool:
+    return "halfspace" in (case.shape_a, case.shape_b)
 
 
 def _result(dist, intersect, seconds, overhead, notes, cpu_seconds=np.nan) -> dict:
@@ -129,6 +151,8 @@ def _fmt(x) -> str:
 def _geom_xml(shape: str, params: dict, i: int, mesh: str) -> str:
     if shape == "polytope":
         return f'<geom type="mesh" mesh="{mesh}"/>'
+    if shape == "halfspace":  # the collider treats a plane as the half-space below it, unbounded
+        return '<geom type="plane" size="0 0 1"/>'
     if shape == "sphere":
         size = [params["radius"][i]]
     elif shape in ("capsule", "cylinder"):
@@ -199,6 +223,43 @@ def _mujoco_overhead(n: int = 20000) -> float:
     return (time.perf_counter() - t0) / n
 
 
+_MJ_ANALYTIC = {"sphere-sphere": "mjc_SphereSphere", "sphere-capsule": "mjc_SphereCapsule",
+                "capsule-capsule": "mjc_CapsuleCapsule", "sphere-box": "mjc_SphereBox",
+                "capsule-box": "mjc_CapsuleBox", "box-halfspace": "mjc_PlaneBox"}
+
+
+def mujoco_collider(case: C.Case) -> str:
+    """The MuJoCo routine behind ``mj_geomDistance`` for the case's geom types.
+
+    From MuJoCo's collider table (``mjCOLLISIONFUNC``); with the default ``nativeccd`` flag,
+    ``mj_geomDistance`` sends ``mjc_Convex`` and ``mjc_BoxBox`` pairs to GJK/EPA (``mjc_ccd``).
+    """
+    name = _MJ_ANALYTIC.get(case.kind)
+    return f"analytic {name}" if name else "GJK/EPA, nativeccd mjc_ccd"
+
+
+def _mj_geom_poses(case: C.Case, m) -> tuple[np.ndarray, np.ndarray]:
+    """(geom_xpos (2N,3), geom_xmat (2N,9) row-major) of ``build_mj_model(case)``'s geoms."""
+    pa, ra, pb, rb = geom_world_poses(case, m)
+    n = case.n
+    xpos = np.empty((2 * n, 3))
+    xmat = np.empty((2 * n, 3, 3))
+    xpos[0::2], xpos[1::2], xmat[0::2], xmat[1::2] = pa, pb, ra, rb
+    return xpos, xmat.reshape(2 * n, 9)
+
+
+def _mujoco_distmax(query: str) -> float:
+    """``DISTMAX`` for distances; 0 for ``intersect`` (colliders exit early on separation)."""
+    return 0.0 if query == "intersect" else DISTMAX
+
+
+def _mujoco_finish(signed: np.ndarray, query: str) -> tuple[np.ndarray, np.ndarray]:
+    """``mj_geomDistance`` values -> (distance for ``query``, intersect flags)."""
+    if query == "intersect":
+        return np.full(len(signed), np.nan), signed < 0.0
+    return _finish(signed, query)
+
+
 def run_mujoco(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> dict:
     """MuJoCo C ``mj_geomDistance`` over the N pairs (Python loop, one thread).
 
@@ -210,14 +271,9 @@ def run_mujoco(case: C.Case, query: str = "signed_distance", repeats: int = 3) -
     _check_query(query)
     m = build_mj_model(case)
     d = mujoco.MjData(m)
-    pa, ra, pb, rb = geom_world_poses(case, m)
+    d.geom_xpos[:], d.geom_xmat[:] = _mj_geom_poses(case, m)
     n = case.n
-    xpos = np.empty((2 * n, 3))
-    xmat = np.empty((2 * n, 3, 3))
-    xpos[0::2], xpos[1::2], xmat[0::2], xmat[1::2] = pa, pb, ra, rb
-    d.geom_xpos[:] = xpos
-    d.geom_xmat[:] = xmat.reshape(2 * n, 9)
-    distmax = 0.0 if query == "intersect" else DISTMAX
+    distmax = _mujoco_distmax(query)
     f = mujoco.mj_geomDistance
     out = np.empty(n)
 
@@ -228,15 +284,129 @@ def run_mujoco(case: C.Case, query: str = "signed_distance", repeats: int = 3) -
 
     cpu: list = []
     seconds, signed = _best_time(loop, repeats, cpu)
-    if query == "intersect":
-        dist, inter = np.full(n, np.nan), signed < 0.0
-    else:
-        dist, inter = _finish(signed, query)
-    algo = {"box-box": "analytic mjc_BoxBox", "sphere-box": "analytic mjc_SphereBox",
-            "capsule-box": "analytic mjc_CapsuleBox"}.get(case.kind, "native GJK/EPA mjc_Convex")
-    notes = (f"mujoco {mujoco.__version__} mj_geomDistance ({algo}), Python loop over pairs, "
-             f"1 thread, float64, distmax={distmax}; timed region = the loop")
+    dist, inter = _mujoco_finish(signed, query)
+    notes = (f"mujoco {mujoco.__version__} mj_geomDistance ({mujoco_collider(case)}), Python loop "
+             f"over pairs, 1 thread, float64, distmax={distmax}; timed region = the loop")
     return _result(dist, inter, seconds, _mujoco_overhead(), notes, cpu[0])
+
+
+# --------------------------------------------------------------------------------------------
+# MuJoCo (C), native loop
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+NATIVE_SOURCE = os.path.join(_HERE, "mujoco_native.c")
+NATIVE_BUILD_DIR = os.path.join(_HERE, "build")  # ignored by git; rebuilt when anything changes
+NATIVE_CFLAGS = ("-O2", "-std=c11", "-D_POSIX_C_SOURCE=199309L")
+NATIVE_WARMUP = 1  # untimed passes over all pairs before the timed ones
+_NATIVE_MAGIC = 0x6A67626E6174766E  # must match MAGIC in mujoco_native.c
+
+
+def _mujoco_wheel_files() -> tuple[str, str]:
+    """(include directory, libmujoco.so path) shipped in the installed ``mujoco`` wheel."""
+    import mujoco
+
+    root = os.path.dirname(os.path.abspath(mujoco.__file__))
+    libs = sorted(glob.glob(os.path.join(root, "libmujoco.so.*")))
+    include = os.path.join(root, "include")
+    if not libs or not os.path.isfile(os.path.join(include, "mujoco", "mujoco.h")):
+        raise RuntimeError(f"no libmujoco.so.* or include/mujoco/mujoco.h in {root}")
+    return include, libs[-1]
+
+
+def native_compile_command(output: str) -> list[str]:
+    """The gcc command line that builds ``mujoco_native.c`` into ``output``."""
+    include, lib = _mujoco_wheel_files()
+    return ["gcc", *NATIVE_CFLAGS, "-I", include, NATIVE_SOURCE, "-o", output, lib,
+            f"-Wl,-rpath,{os.path.dirname(lib)}"]
+
+
+def mujoco_native_binary() -> str:
+    """Path of the compiled native runner; compiles it with the system gcc when missing.
+
+    The file name carries a hash of the source and of the compile command (flags, libmujoco
+    path), so an edit or another MuJoCo install gets its own build.
+    """
+    if shutil.which("gcc") is None:
+        raise RuntimeError("mujoco_native needs gcc on PATH")
+    key = hashlib.sha256()
+    with open(NATIVE_SOURCE, "rb") as f:
+        key.update(f.read())
+    key.update("\0".join(native_compile_command("")).encode())
+    exe = os.path.join(NATIVE_BUILD_DIR, f"mujoco_native-{key.hexdigest()[:12]}")
+    if not os.path.exists(exe):
+        os.makedirs(NATIVE_BUILD_DIR, exist_ok=True)
+        tmp = f"{exe}.tmp{os.getpid()}"
+        done = subprocess.run(native_compile_command(tmp), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"compiling {NATIVE_SOURCE} failed:\n{done.stderr}")
+        os.replace(tmp, exe)  # atomic: concurrent builders never see a partial file
+    return exe
+
+
+def run_mujoco_native(case: C.Case, query: str = "signed_distance", repeats: int = 3, *,
+                      tile: int = 1, warmup: int = NATIVE_WARMUP, fromto: bool = False) -> dict:
+    """MuJoCo C ``mj_geomDistance`` over the pairs in a tight C loop (``mujoco_native.c``).
+
+    Same model, poses and distmax as ``run_mujoco`` (pair i = geoms 2i, 2i+1 of a model with 2N
+    geoms); a pass calls ``mj_geomDistance`` for ``tile`` copies of the N pairs in turn
+    (``tile * N`` calls; copy k of pair i uses the geoms of pair i, so the model stays small while
+    the loop is long).  ``warmup`` untimed passes, then ``repeats`` timed ones, each timed by
+    ``clock_gettime(CLOCK_MONOTONIC)`` around the whole pass; one thread, float64.
+
+    Returns the common result dict for the N pairs, with ``seconds`` the fastest pass, i.e. for
+    ``n_calls = tile * N`` calls (pairs/s = n_calls / seconds), and in addition ``n_calls``,
+    ``runs`` and ``cpu_runs`` (wall and process CPU seconds of every timed pass), ``raw`` (N,)
+    (``mj_geomDistance``'s value: signed, or 0 for separated pairs under ``intersect``) and, with
+    ``fromto=True``, ``fromto`` (N,6): the points on A and on B (zeros where MuJoCo found
+    nothing within distmax).  Raises RuntimeError if the copies of a pair disagree.
+    """
+    import mujoco
+
+    _check_query(query)
+    if tile < 1 or repeats < 1 or warmup < 0:
+        raise ValueError("tile and repeats must be >= 1, warmup >= 0")
+    exe = mujoco_native_binary()
+    m = build_mj_model(case)
+    xpos, xmat = _mj_geom_poses(case, m)
+    n, calls = case.n, tile * case.n
+    pairs = np.tile(np.arange(n, dtype=np.int32), tile)
+    distmax = _mujoco_distmax(query)
+    with tempfile.TemporaryDirectory(prefix="mujoco_native_") as tmp:
+        model_path, in_path, out_path = (os.path.join(tmp, name)
+                                         for name in ("model.mjb", "in.bin", "out.bin"))
+        mujoco.mj_saveModel(m, model_path, None)
+        with open(in_path, "wb") as f:
+            f.write(np.array([_NATIVE_MAGIC, 2 * n, calls, warmup, repeats, int(fromto)],
+                             np.int64).tobytes())
+            f.write(np.float64(distmax).tobytes())
+            f.write(np.ascontiguousarray(xpos, np.float64).tobytes())
+            f.write(np.ascontiguousarray(xmat, np.float64).tobytes())
+            f.write((2 * pairs).tobytes())
+            f.write((2 * pairs + 1).tobytes())
+        done = subprocess.run([exe, model_path, in_path, out_path], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{exe} failed ({done.returncode}): {done.stderr.strip()}")
+        out = np.fromfile(out_path, np.float64)
+    sizes = [calls, 6 * calls if fromto else 0, repeats, repeats]
+    if len(out) != sum(sizes):
+        raise RuntimeError(f"{exe} wrote {len(out)} values, expected {sum(sizes)}")
+    signed_all, fromto_all, runs, cpu_runs = np.split(out, np.cumsum(sizes)[:-1])
+    signed_all = signed_all.reshape(tile, n)
+    if not np.array_equal(signed_all, np.broadcast_to(signed_all[0], signed_all.shape),
+                          equal_nan=True):
+        raise RuntimeError("mujoco_native: copies of the same pair gave different distances")
+    signed = signed_all[0]
+    dist, inter = _mujoco_finish(signed, query)
+    best = int(np.argmin(runs))
+    notes = (f"mujoco {mujoco.__version__} mj_geomDistance ({mujoco_collider(case)}) in a C loop "
+             f"(mujoco_native.c, gcc {' '.join(NATIVE_CFLAGS)}), 1 thread, float64, "
+             f"distmax={distmax}{', fromto' if fromto else ''}; pass = {tile} x {n} calls; "
+             f"{warmup} warm-up pass(es), best of {repeats} timed passes (CLOCK_MONOTONIC)")
+    res = _result(dist, inter, runs[best], None, notes, cpu_runs[best])
+    res.update(n_calls=calls, runs=runs.tolist(), cpu_runs=cpu_runs.tolist(), raw=signed)
+    if fromto:
+        res["fromto"] = fromto_all.reshape(tile, n, 6)[0]
+    return res
 
 
 # --------------------------------------------------------------------------------------------
@@ -348,13 +518,15 @@ def run_mujoco_warp(case: C.Case, query: str = "signed_distance", repeats: int =
     cutoff 0 (early exit on a separating direction).  Meshes use MuJoCo's compiled hull
     vertices and vertex-adjacency graph (hill climbing for >= 10 vertices), as MJWarp does.
     """
+    _check_query(query)
+    if _has_halfspace(case):
+        return _skipped(case, "mujoco_warp: skipped, its GJK/EPA has no half-space (plane)")
     import warp as wp
 
     _quiet_warp()
     import mujoco
     from mujoco_warp._src.types import MJ_MAX_EPAFACES, MJ_MAX_EPAHORIZON
 
-    _check_query(query)
     wp.init()
     dev = "cpu"
     n = case.n
@@ -427,8 +599,11 @@ _MJX_TYPES = {"sphere": 2, "capsule": 3, "ellipsoid": 4, "cylinder": 5, "box": 6
 
 
 def mjx_supports(case: C.Case) -> bool:
-    """Whether MJX has a collider for the case's geom type pair."""
+    """Whether MJX has a collider for the case's geom type pair (half-spaces are not wired)."""
     from mujoco.mjx._src import collision_driver
+
+    if _has_halfspace(case):
+        return False
 
     t1, t2 = _MJX_TYPES[_MJ_TYPE[case.shape_a]], _MJX_TYPES[_MJ_TYPE[case.shape_b]]
     return (min(t1, t2), max(t1, t2)) in collision_driver._COLLISION_FUNC
@@ -496,8 +671,7 @@ def run_mjx(case: C.Case, query: str = "signed_distance", repeats: int = 3,
     _check_query(query)
     n = case.n
     if not mjx_supports(case):
-        return _result(np.full(n, np.nan), np.zeros(n, bool), np.nan, None,
-                       f"mjx: no collider for {case.kind}")
+        return _skipped(case, f"mjx: no collider for {case.kind}")
     n_timed = n
     if n > 64:
         probe = C.subset(case, slice(0, 16))
@@ -592,9 +766,11 @@ def run_coal(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> 
     overlap); ``distance``: the same with ``enable_signed_distance=False``, clamped at 0;
     ``intersect``: ``coal.collide`` with a default (boolean, no contact) request.
     """
+    _check_query(query)
+    if _has_halfspace(case):
+        return _skipped(case, "coal: skipped, half-spaces not wired")
     import coal
 
-    _check_query(query)
     n = case.n
     sa = _coal_shapes(coal, case.shape_a, case.params_a, n)
     sb = _coal_shapes(coal, case.shape_b, case.params_b, n)
@@ -641,6 +817,7 @@ def run_coal(case: C.Case, query: str = "signed_distance", repeats: int = 3) -> 
 
 PEERS = {
     "mujoco": (run_mujoco, "mujoco"),
+    "mujoco_native": (run_mujoco_native, "mujoco"),
     "mujoco_warp": (run_mujoco_warp, "mujoco_warp"),
     "mjx": (run_mjx, "mujoco.mjx"),
     "coal": (run_coal, "coal"),
@@ -656,6 +833,8 @@ def available_peers() -> list[str]:
             if name == "mujoco_warp":
                 _quiet_warp()
             importlib.import_module(module)
+            if name == "mujoco_native" and shutil.which("gcc") is None:
+                continue
             ok.append(name)
         except Exception:  # noqa: BLE001 - any import failure means "not available"
             pass
@@ -683,10 +862,24 @@ def run_peer(name: str, case: C.Case, query: str = "signed_distance", repeats: i
 # self-check
 
 
+def native_matches_loop(native: dict, loop: dict) -> bool:
+    """Whether ``mujoco_native`` and ``mujoco`` (Python loop) gave the same values, bit for bit.
+
+    Both call ``mj_geomDistance`` on the same model and poses, so any difference is a bug in
+    how the native runner passes poses or pairs.
+    """
+    return (np.array_equal(native["distance"], loop["distance"], equal_nan=True)
+            and np.array_equal(native["intersect"], loop["intersect"]))
+
+
 def selfcheck(n: int = 2000, seed: int = 0, peers: list[str] | None = None,
-              query: str = "signed_distance") -> None:
-    """Print throughput and max abs disagreement of every peer on every case of the suite."""
+              query: str = "signed_distance") -> bool:
+    """Print throughput and max abs disagreement of every peer on every case of the suite.
+
+    Returns False when ``mujoco_native`` and ``mujoco`` disagree on any case (both must run).
+    """
     peers = peers or available_peers()
+    mismatches = []
     print("versions:", " ".join(f"{k}={v}" for k, v in peer_versions().items()))
     print(f"N={n} pairs per case, query={query}; 'dev' = max |d_peer - d_ref| over pairs where "
           "both are finite; ref = float64 closed form (cf) if available else per-pair median of "
@@ -706,10 +899,20 @@ def selfcheck(n: int = 2000, seed: int = 0, peers: list[str] | None = None,
                 except Exception as e:  # noqa: BLE001 - report and go on
                     results[p] = _result(np.full(n, np.nan), np.zeros(n, bool), np.nan, None,
                                          f"ERROR {type(e).__name__}: {e}")
+            if "mujoco" in results and "mujoco_native" in results:
+                # the native loop must reproduce the Python loop exactly, also over tiled passes
+                tiled = run_mujoco_native(C.subset(case, slice(0, min(n, 64))), query, 1, tile=3)
+                if not (native_matches_loop(results["mujoco_native"], results["mujoco"])
+                        and np.array_equal(tiled["distance"],
+                                           results["mujoco"]["distance"][:min(n, 64)],
+                                           equal_nan=True)):
+                    mismatches.append(case.label)
             ref = C.reference_signed_distance(case)
             src = "cf"
             if np.all(np.isnan(ref)):
-                stack = np.stack([r["distance"] for r in results.values()])
+                # the native runner repeats the Python loop's values: count MuJoCo once
+                stack = np.stack([r["distance"] for p, r in results.items()
+                                  if p != "mujoco_native" or len(results) == 1])
                 with np.errstate(all="ignore"):
                     ref = np.nanmedian(stack, axis=0) if np.isfinite(stack).any() else ref
                 src = "med"
@@ -725,12 +928,16 @@ def selfcheck(n: int = 2000, seed: int = 0, peers: list[str] | None = None,
                 print(f"{case.label:<26}{p:<12}{rate:>12.0f}{ovh_s:>9}{src:>5}{dev:>10}"
                       f"{int(np.sum(~np.isfinite(d))):>6}{flag:>6}"
                       + (f"  (ran {k} pairs)" if k < n else ""))
-                if r["notes"].startswith(("ERROR", "mjx: no")):
+                if not np.isfinite(r["seconds"]):
                     print(f"    {p}: {r['notes'][:200]}")
             sys.stdout.flush()
     print("\nnotes per peer (last case):")
     for p, r in results.items():
         print(f"  {p}: {r['notes']}")
+    if "mujoco" in peers and "mujoco_native" in peers:
+        print("mujoco_native vs mujoco (Python loop), same values bit for bit: "
+              + (f"NO on {', '.join(mismatches)}" if mismatches else "yes, every case"))
+    return not mismatches
 
 
 def main(argv=None) -> None:
@@ -743,7 +950,8 @@ def main(argv=None) -> None:
     ap.add_argument("--query", default="signed_distance", choices=QUERIES)
     a = ap.parse_args(argv)
     if a.selfcheck:
-        selfcheck(a.n, a.seed, a.peers.split(",") if a.peers else None, a.query)
+        if not selfcheck(a.n, a.seed, a.peers.split(",") if a.peers else None, a.query):
+            sys.exit(1)
     else:
         print("peers available:", available_peers())
         print(peer_versions())

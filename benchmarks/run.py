@@ -1,8 +1,10 @@
 """Benchmark suite: jaxgjk against MuJoCo C, MuJoCo Warp, MJX and Coal, on the same random pairs.
 
 One process runs every implementation on the pairs of ``cases.make_case`` (see ``cases.py``): the
-kinds box-box, capsule-box, sphere-box, ellipsoid-ellipsoid, cylinder-box and polytope-polytope
-(8/32/128/512 vertices, one shared mesh per case), each separated and penetrating (shallow contacts).
+kinds box-box, capsule-box, sphere-box, ellipsoid-ellipsoid, cylinder-box, polytope-polytope
+(8/32/128/512 vertices, one shared mesh per case), sphere-sphere, sphere-capsule, capsule-capsule
+and box-halfspace (jaxgjk skips it while it has no ``jg.HalfSpace``), each separated and
+penetrating (shallow contacts).
 Smaller batches are prefixes of larger ones, and the peers run on a prefix too, so results compare
 pair by pair.
 
@@ -20,7 +22,8 @@ run fits in ``--budget`` seconds ("as far as time allows"); runs stop repeating 
 would pass the budget.
 
 The peers (``peers.py``) are timed by their own runners on ``--peer-n`` pairs: MuJoCo C and Coal
-are single-threaded Python loops over pairs (their per-call overhead is reported), MuJoCo Warp runs
+are single-threaded Python loops over pairs (their per-call overhead is reported), ``mujoco_native``
+is the same MuJoCo call in a C loop (MuJoCo's own speed, see ``parity.py``), MuJoCo Warp runs
 one CPU kernel launch (serial on CPU), MJX is jitted XLA like jaxgjk (contact routine: no distance
 for separated pairs; one collider run serves all three queries).  jaxgjk's XLA executable may use
 every core; the JSON records its CPU time / wall time (``cpu_util``).
@@ -70,7 +73,7 @@ else:  # run as a script: python benchmarks/run.py
 
 QUERIES = ("distance", "signed_distance", "intersect", "value_and_grad")
 DTYPES = ("float32", "float64")
-PEER_ORDER = ("mujoco", "mujoco_warp", "mjx", "coal")
+PEER_ORDER = ("mujoco", "mujoco_native", "mujoco_warp", "mjx", "coal")
 GOOD_STATUS = {"SEPARATED", "INTERSECTING", "PENETRATING"}
 
 # Ladders of batch sizes per (query, dtype) for each mode (a missing entry is not run).  The
@@ -122,13 +125,23 @@ def _jg_shape(jg, jnp, shape: str, params: dict, dtype):
         return jg.Ellipsoid(a["radii"])
     if shape == "polytope":
         return jg.Polytope(a["vertices"])
+    if shape == "halfspace":
+        return jg.HalfSpace()
     raise ValueError(shape)
+
+
+def jaxgjk_supports(kind: str) -> bool:
+    """Whether the imported jaxgjk has both shapes of ``kind`` (``HalfSpace`` came later)."""
+    import jaxgjk as jg
+
+    return "halfspace" not in kind.split("-") or hasattr(jg, "HalfSpace")
 
 
 def jaxgjk_args(case: C.Case, idx: np.ndarray, dtype: str) -> tuple:
     """(shape_a, pose_a, shape_b, pose_b) for the pairs ``idx`` of ``case``, as jax arrays.
 
-    Polytope meshes stay unbatched (shared by every pair, ``in_axes=None``).
+    Polytope meshes (and half-spaces, which have no parameters) stay unbatched (shared by
+    every pair, ``in_axes=None``).
     """
     import jax.numpy as jnp
 
@@ -151,8 +164,8 @@ def jaxgjk_batched(case: C.Case, query: str):
 
     import jaxgjk as jg
 
-    in_axes = (None if case.shape_a == "polytope" else 0, 0,
-               None if case.shape_b == "polytope" else 0, 0)
+    in_axes = (None if case.shape_a in C.UNBATCHED_SHAPES else 0, 0,
+               None if case.shape_b in C.UNBATCHED_SHAPES else 0, 0)
     if query == "value_and_grad":
         sd = jax.vmap(jg.signed_distance, in_axes=in_axes)
 
@@ -539,7 +552,8 @@ def write_markdown(path: str, meta: dict, jrecs: list[dict], precs: list[dict],
       f"{meta['repeats']} runs fitted. XLA may use every core (see `cpu_util` in the JSON; "
       f"median CPU-time/wall-time of jaxgjk runs here: {meta['jaxgjk_cpu_util_median']:.2f}).")
     w(f"- peers on the first {meta['peer_n']} pairs of the same cases. MuJoCo C and Coal: "
-      "single-threaded Python loops over pairs, per-call overhead below; MuJoCo Warp: one kernel "
+      "single-threaded Python loops over pairs, per-call overhead below; mujoco_native: the same "
+      "MuJoCo calls in a C loop (`mujoco_native.c`, 1 thread); MuJoCo Warp: one kernel "
       "launch on Warp's CPU device (serial), float32; MJX: jitted contact colliders (float32), no "
       "distance for separated pairs, no cylinder-box collider, mesh colliders run on a sub-batch "
       "within a time budget and extrapolated (n_timed in the JSON).")
@@ -788,7 +802,8 @@ def make_plots(prefix: str, jrecs: list[dict], precs: list[dict], specs: list[st
     ncol = 5
     nrow = math.ceil(len(specs) / ncol)
     colors = {"float32": "tab:blue", "float64": "tab:orange", "mujoco": "tab:green",
-              "mujoco_warp": "tab:red", "mjx": "tab:purple", "coal": "tab:brown"}
+              "mujoco_native": "tab:olive", "mujoco_warp": "tab:red", "mjx": "tab:purple",
+              "coal": "tab:brown"}
     for q in QUERIES:
         rs = [r for r in jrecs if r["query"] == q]
         if not rs:
@@ -1015,9 +1030,11 @@ def main(argv=None) -> int:
         cases = {pen: C.make_case(kind, max_n, pen, args.seed, nv) for pen in (False, True)}
         spec_jrecs: list[dict] = []
         keep = args.acc_n
+        if not jaxgjk_supports(kind):
+            log(f"    jaxgjk: skipped, this jaxgjk has no {kind} (no jg.HalfSpace)")
         for dt in DTYPES:  # float32, the peers, then float64
             for q in QUERIES:
-                if (q, dt) not in plan:
+                if (q, dt) not in plan or not jaxgjk_supports(kind):
                     continue
                 try:
                     spec_jrecs += run_jaxgjk_ladder(spec, cases, q, dt, plan[(q, dt)], args,
