@@ -309,6 +309,20 @@ def test_obstacle_forms_trace(toy, configurations, sphere_translations):
     assert shapes.result.distance.shape == (len(toy.self_pairs) + 4 * len(toy.geometry_links()),)
 
 
+def test_half_space_floor(toy, configurations):
+    """A `jg.HalfSpace` shared by a pose is a floor: each link's distance is its lowest point's height
+    above the plane (the base box's bottom, at z = 0, exactly 0.02 below a floor at z = 0.02), the
+    floor's witness points lie on the plane and the normals point down, out of the links."""
+    floor = jg.Pose(jnp.array([[0.0, 0.0, 0.02]]), jnp.array([[1.0, 0.0, 0.0, 0.0]]))
+    result = toy.without_self_pairs(toy.self_pairs).distances(configurations[0], jg.HalfSpace(), floor).result
+    distance, point_a, point_b = (np.asarray(x) for x in (result.distance, result.point_a, result.point_b))
+    np.testing.assert_allclose(distance[0], -0.02, atol=1e-12)
+    np.testing.assert_allclose(point_b[:, 2], 0.02, atol=1e-12)
+    np.testing.assert_allclose(distance, point_a[:, 2] - 0.02, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(result.normal), np.tile([0.0, 0.0, -1.0], (len(distance), 1)),
+                               atol=1e-12)
+
+
 def test_collision_penalty_is_c1():
     margin = 0.1
     d = jnp.array([-0.2, -1e-9, 0.0, 1e-9, 0.05, 0.1 - 1e-9, 0.1, 0.3])
