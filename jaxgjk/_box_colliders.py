@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._closest import nearly_parallel
-from ._colliders import _PARALLELOGRAM, _apart, _padded_simplex, box_feature_simplex, closed_contact
+from ._colliders import _apart, _padded_simplex, box_feature_simplex, closed_contact, parallelogram
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
@@ -203,9 +203,10 @@ def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal)
     half_edge_a, half_edge_b = half_a[axis_a], half_b[axis_b]
     s = fraction(dot(jnp.cross(offset, along_b), cross) / cross_sq_safe, half_edge_a)
     t = fraction(dot(jnp.cross(offset, along_a), cross) / cross_sq_safe, half_edge_b)
-    index_a, index_b = _PARALLELOGRAM[:, 0], _PARALLELOGRAM[:, 1]
+    corners, weights = parallelogram(s, t)
+    index_a, index_b = corners[:, 0], corners[:, 1]
     simplex = _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
-                              jnp.stack([1 - s - t, t, s]), jnp.ones(3, bool))
+                              weights, jnp.ones(3, bool))
     points = ends_a[0] + s * (ends_a[1] - ends_a[0]), ends_b[0] + t * (ends_b[1] - ends_b[0])
     return simplex, points, ~nearly_parallel(along_a, along_b) & (half_edge_a > 0) & (half_edge_b > 0)
 

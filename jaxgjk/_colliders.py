@@ -176,6 +176,17 @@ def _point_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
 # inside their segments), its long diagonal's ends (parallel segments), an edge of one against an end
 # of the other, or two ends. Index 2 stands for "the end the parameter was clamped to".
 _PARALLELOGRAM = np.array([[0, 0], [0, 1], [1, 0]])
+_FAR_PARALLELOGRAM = np.array([[1, 1], [1, 0], [0, 1]])  # its other half, for s + t > 1
+
+
+def parallelogram(s, t):
+    """The corners (3, 2) (A end, B end) and convex weights (3,) of the half of D's parallelogram that
+    holds the point of parameters `s`, `t` in [0, 1] (along A's and B's segments): from the near corner
+    (1 − s − t, t, s) where s + t ≤ 1, else from the far one (s + t − 1, 1 − t, 1 − s). Convex weights
+    make it GJK's own closest simplex, so as a warm start it ends at once."""
+    far = s + t > 1
+    corners = jnp.where(far, jnp.asarray(_FAR_PARALLELOGRAM), jnp.asarray(_PARALLELOGRAM))
+    return corners, jnp.where(far, jnp.stack([s + t - 1, 1 - t, 1 - s]), jnp.stack([1 - s - t, t, s]))
 
 
 def segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype):
@@ -183,7 +194,7 @@ def segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype
     at parameters `s`, `t` in [0, 1] along A's and B's ends (2, 3) each (each body's own frame, with
     their support directions (2, 3)), and its normal kind for separated segments.
 
-    Both points inside their segments: three corners of D's parallelogram, weights (1 − s − t, t, s);
+    Both points inside their segments: three corners of D's parallelogram (`parallelogram`);
     for parallel segments the parallelogram is flat and its long diagonal's ends (pairs of opposite
     ends) hold the contact instead, weighted so that both points stay on their segments. An end
     against the other's inside: that end with the other's two ends. Two ends: one point.
@@ -192,15 +203,16 @@ def segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype
     end_a, end_b = (s >= 1).astype(jnp.int32), (t >= 1).astype(jnp.int32)
     # D's points b − a, A's frame is not needed here: the weights come from the parameters, since the
     # witness points are a_s = (1 − s) a0 + s a1 and b_t = (1 − t) b0 + t b1.
+    corners, parallelogram_weights = parallelogram(s, t)
     index_a = jnp.select([inside_a & inside_b, inside_a, inside_b],
-                         [jnp.asarray(_PARALLELOGRAM[:, 0]), jnp.array([0, 1, 0]), jnp.stack([end_a] * 3)],
+                         [corners[:, 0], jnp.array([0, 1, 0]), jnp.stack([end_a] * 3)],
                          jnp.stack([end_a] * 3))
     index_b = jnp.select([inside_a & inside_b, inside_a, inside_b],
-                         [jnp.asarray(_PARALLELOGRAM[:, 1]), jnp.stack([end_b] * 3), jnp.array([0, 1, 0])],
+                         [corners[:, 1], jnp.stack([end_b] * 3), jnp.array([0, 1, 0])],
                          jnp.stack([end_b] * 3))
     zero = jnp.zeros((), dtype)
     weights = jnp.select([inside_a & inside_b, inside_a, inside_b],
-                         [jnp.stack([1 - s - t, t, s]), jnp.stack([1 - s, s, zero]),
+                         [parallelogram_weights, jnp.stack([1 - s, s, zero]),
                           jnp.stack([1 - t, t, zero])], jnp.stack([jnp.ones((), dtype), zero, zero]))
     count = jnp.select([inside_a & inside_b, inside_a | inside_b], [3, 2], 1)
     mask = jnp.arange(3) < count
