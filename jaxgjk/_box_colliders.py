@@ -280,18 +280,23 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
     # s(u) apart along their axis (within rounding), and the nearest candidate is the closest pair.
     face_length, edge_length, corner_length = (length(gap(points))
                                                for points in (face_points, edge_points, corner_points))
-    face_found = face_length <= s_face + 4 * tolerance
-    edge_found = edge_is_face & (edge_length <= s_edge + 4 * tolerance)
+    # A candidate other than the nearest by δ has a normal off by up to √(2δ/distance): the ties allowed
+    # here are a few roundings (the axis tolerance's 32 roundings cost float32 normals 1e-2).
+    tie = tolerance / 8
+    face_found = face_length <= s_face + tie
+    edge_found = edge_is_face & (edge_length <= s_edge + tie)
     nearest = jnp.minimum(jnp.minimum(jnp.where(face_found, face_length, jnp.inf),
                                       jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
     # Overlapping: the deepest axis, a face's where an edge axis is deeper by no more than rounding.
-    use_face = jnp.where(separated, face_found & (face_length <= nearest + tolerance),
+    use_face = jnp.where(separated, face_found & (face_length <= nearest + tie),
                          s_face >= s_edge - tolerance)
-    use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tolerance)))
+    use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
     corner_gap = gap(corner_points)
     corner_normal = jnp.where(_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
     distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
-    distance = jnp.where(separated, jnp.maximum(distance, s_max), distance)
+    # Apart, every candidate's length bounds the distance from above and s_max from below; the nearest
+    # candidate is the closest pair, so its length is the distance to rounding.
+    distance = jnp.where(separated, jnp.maximum(jnp.minimum(distance, nearest), s_max), distance)
     normal = jnp.select([use_face, use_edge], [face_normal, edge_normal], corner_normal)
 
     def choose(face_leaf, edge_leaf, corner_leaf):
