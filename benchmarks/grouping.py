@@ -7,6 +7,7 @@ support call evaluates all kinds, and each vmapped while_loop runs until its slo
 Compile time is the first call minus a steady-state call; throughput is the best of `--repeats` calls.
 
     PYTHONPATH=. python benchmarks/grouping.py [--pairs 16384,65536] [--queries distance,signed_distance]
+        [--kinds sphere,capsule,box]
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def main():
     parser.add_argument("--pairs", default="16384,65536")
     parser.add_argument("--queries", default="distance,signed_distance")
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    parser.add_argument("--kinds", default=",".join(KIND_NAMES),
+                        help="the primitive kinds drawn (e.g. sphere,capsule,box: the specialised ones)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "grouping.md"))
     args = parser.parse_args()
@@ -50,7 +53,8 @@ def main():
     rows = []
     for query_name in args.queries.split(","):
         for count in (int(n) for n in args.pairs.split(",")):
-            shape_a, pose_a, shape_b, pose_b = random_pairs(count, KIND_NAMES, np.dtype(args.dtype))
+            kinds = args.kinds.split(",")
+            shape_a, pose_a, shape_b, pose_b = random_pairs(count, kinds, np.dtype(args.dtype))
             # One library (the main job's packed pairs) indexed by explicit pairs.
             shapes = jax.tree_util.tree_map(lambda a, b: np.concatenate([a, b]), shape_a, shape_b)
             poses = jax.tree_util.tree_map(lambda a, b: np.concatenate([a, b]), pose_a, pose_b)
@@ -73,7 +77,8 @@ def main():
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |", *rows])
     header = (f"# Packed vs grouped by kind\n\nDevice: {jax.devices()[0].device_kind}; load average at "
               f"end {os.getloadavg()[0]:.1f}. Command: `PYTHONPATH=. python benchmarks/grouping.py "
-              f"--pairs {args.pairs} --queries {args.queries} --dtype {args.dtype}`.\n\n")
+              f"--pairs {args.pairs} --queries {args.queries} --dtype {args.dtype} --kinds {args.kinds} "
+              f"--out {os.path.relpath(args.out)}`.\n\n")
     with open(args.out, "w") as handle:
         handle.write(header + table + "\n")
     print(table)
