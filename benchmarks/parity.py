@@ -595,34 +595,36 @@ def markdown(store: dict) -> str:
       "table is less sensitive to that. † = fewer timed calls than asked fitted in the budget "
       "(one: the first call, when it alone exceeded the budget). vag / sd = value_and_grad time "
       "over signed_distance (full) time, wall clock / CPU time (‡: timed by different commands).\n")
-    w("| scenario | MuJoCo C 1 core | jaxgjk distance full / fromto | ratio | jaxgjk signed_distance "
-      "full / fromto | ratio | vag / sd |")
-    w("|---|---|---|---|---|---|---|")
-    for e in entries:
-        for key, row in e["rows"].items():
-            dist, sd = (_rates_and_ratios(row, q, "rate", runs)
-                        for q in ("distance", "signed_distance"))
-            vag, sdt = row["jaxgjk"].get("value_and_grad"), row["jaxgjk"].get("signed_distance")
-            w(f"| {e['scenario']} {key} | {_rate(row['mujoco']['rate'])} | {dist[0]} | {dist[1]} | "
-              f"{sd[0]} | {sd[1]} | "
-              + (f"{_ratio(vag['seconds'] / sdt['seconds'])} / {_ratio(vag['cpu_s'] / sdt['cpu_s'])}"
-                 + ("‡" if vag["run"] != sdt["run"] else "") if vag and sdt else "–") + " |")
+    def rate_table(mujoco_heading, rate, last_heading, last_cell):
+        """One row per scenario and side: MuJoCo's `rate`, jaxgjk's distance and signed_distance
+        (full / fromto) with their ratios, and `last_cell(row)`."""
+        w(f"| scenario | {mujoco_heading} | jaxgjk distance full / fromto | ratio | jaxgjk "
+          f"signed_distance full / fromto | ratio | {last_heading} |")
+        w("|---|---|---|---|---|---|---|")
+        for e in entries:
+            for key, row in e["rows"].items():
+                dist, sd = (_rates_and_ratios(row, q, rate, runs) for q in ("distance", "signed_distance"))
+                w(f"| {e['scenario']} {key} | {_rate(row['mujoco'][rate])} | {dist[0]} | {dist[1]} | "
+                  f"{sd[0]} | {sd[1]} | {last_cell(row)} |")
+
+    def grad_over_signed(row):
+        vag, sdt = row["jaxgjk"].get("value_and_grad"), row["jaxgjk"].get("signed_distance")
+        if not (vag and sdt):
+            return "–"
+        return (f"{_ratio(vag['seconds'] / sdt['seconds'])} / {_ratio(vag['cpu_s'] / sdt['cpu_s'])}"
+                + ("‡" if vag["run"] != sdt["run"] else ""))
+
+    def cpu_shares(row):
+        share = row["jaxgjk"].get("signed_distance", {}).get("cpu_util")
+        return f"{row['mujoco']['cpu_util']:.2f} / {'–' if share is None else f'{share:.2f}'}"
+
+    rate_table("MuJoCo C 1 core", "rate", "vag / sd", grad_over_signed)
     w("\n## Throughput per CPU-second\n")
     w("Pairs divided by the process CPU time of the same timed call or pass (all threads): "
       "MuJoCo's is its speed on a core of its own, jaxgjk's its work per core, so the ratios "
       "here compare one core with one core. CPU share = CPU time / wall time: below 1 for "
       "MuJoCo, it waited for a core; jaxgjk's is the cores XLA kept busy (signed_distance, full).\n")
-    w("| scenario | MuJoCo C | jaxgjk distance full / fromto | ratio | jaxgjk signed_distance "
-      "full / fromto | ratio | CPU share MuJoCo / jaxgjk |")
-    w("|---|---|---|---|---|---|---|")
-    for e in entries:
-        for key, row in e["rows"].items():
-            dist, sd = (_rates_and_ratios(row, q, "rate_cpu", runs)
-                        for q in ("distance", "signed_distance"))
-            share = row["jaxgjk"].get("signed_distance", {}).get("cpu_util")
-            w(f"| {e['scenario']} {key} | {_rate(row['mujoco']['rate_cpu'])} | {dist[0]} | "
-              f"{dist[1]} | {sd[0]} | {sd[1]} | {row['mujoco']['cpu_util']:.2f} / "
-              f"{'–' if share is None else f'{share:.2f}'} |")
+    rate_table("MuJoCo C", "rate_cpu", "CPU share MuJoCo / jaxgjk", cpu_shares)
     inter = [(e, key, row) for e in entries for key, row in e["rows"].items()
              if "intersect" in row["jaxgjk"]]
     if inter:
