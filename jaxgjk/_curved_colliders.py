@@ -40,6 +40,13 @@ ELLIPSOID_STEPS = 12  # Newton steps: 8–10 reached rounding on every float32/f
 _CAP_ANGLES = np.pi / 2 + 2 * np.pi / 3 * np.arange(3)  # a cap's triangle of rim points
 
 
+def _root(x):
+    """√x () for x ≥ 0, with a finite derivative at 0 (the solvers' values are differentiated too: a
+    Hessian differentiates the tangent rule, which reads the primal normal)."""
+    positive = x > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1)), 0)
+
+
 def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     """A point (A's origin) and B's core cylinder (axis B's z). The simplex holds B's feature: a rim
     point (its support direction, the outward normal there), the side's segment at the contact's
@@ -48,7 +55,7 @@ def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     dtype = pair.translation.dtype
     radius, half_length = core_b.radius, core_b.half_length
     point = -pair.rotation.T @ pair.translation
-    radial = jnp.sqrt(point[0] ** 2 + point[1] ** 2)
+    radial = _root(point[0] ** 2 + point[1] ** 2)
     across = jnp.where(radial > 0, point[:2] / jnp.where(radial > 0, radial, 1), jnp.array([1, 0], dtype))
     up = jnp.where(point[2] >= 0, 1, -1).astype(dtype)
     beyond_side, beyond_cap = radial - radius, jnp.abs(point[2]) - half_length
@@ -102,10 +109,12 @@ def ellipsoid_closest(point, radii):
     signs = jnp.where(point >= 0, 1, -1).astype(dtype)
     least = jnp.arange(3) == jnp.argmin(radii)
     e_min = jnp.min(radii)
-    d = radii**2 - e_min**2  # zero on the least radius's axis (and on those that tie with it)
+    # e_i² − e_min², exactly zero on the least radius's axis and on those that tie with it (as a
+    # difference of squares XLA may contract it to an FMA that leaves e_min²'s rounding error).
+    d = (radii - e_min) * (radii + e_min)
     ey = radii * y
     low = jnp.maximum(jnp.max(ey - d), 0)
-    high = jnp.maximum(jnp.sqrt(dot(ey, ey)), low)
+    high = jnp.maximum(_root(dot(ey, ey)), low)
 
     def scaled(u):
         """w(u) (3,), and u + d (3,) with 1 where it is 0 (the least radius's axes at u = 0, where
@@ -117,7 +126,7 @@ def ellipsoid_closest(point, radii):
     def newton(_, u):
         # ψ(u) = 1/|w| − 1, ψ'(u) = Σ w_i²/(u + d_i) / |w|³; every |w_i| ≤ 1 for u ≥ low.
         w, shifted_safe = scaled(u)
-        length = jnp.sqrt(dot(w, w))
+        length = _root(dot(w, w))
         slope = dot(w, w / shifted_safe)
         step = jnp.where(slope > 0, (length - 1) * length**2 / jnp.where(slope > 0, slope, 1), 0)
         return jnp.clip(u + step, low, high)
@@ -125,7 +134,7 @@ def ellipsoid_closest(point, radii):
     u = jax.lax.fori_loop(0, ELLIPSOID_STEPS, newton, low)
     w, shifted_safe = scaled(u)
     hard = u <= 0
-    fill = jnp.sqrt(jnp.maximum(1 - dot(w, w), 0))
+    fill = _root(1 - dot(w, w))
     w = jnp.where(hard & least, fill, w)
     closest = signs * radii * unit_vector(w)
     # The outward normal ∝ x_i / e_i² = y_i / (u + d_i), written without divisions by small numbers:
