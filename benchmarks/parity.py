@@ -71,7 +71,8 @@ else:  # run as a script (also the cold-compile child): measure this checkout's 
     import run as R
 
 SCENARIOS = ("sphere-sphere", "sphere-capsule", "capsule-capsule", "sphere-box", "capsule-box",
-             "box-box", "box-halfspace", "cylinder-box", "ellipsoid-ellipsoid",
+             "box-box", "box-halfspace", "sphere-cylinder", "sphere-ellipsoid", "cylinder-box",
+             "ellipsoid-ellipsoid",
              "polytope-polytope/8", "polytope-polytope/32", "polytope-polytope/128",
              "polytope-polytope/512")
 QUERIES = ("distance", "signed_distance", "intersect")

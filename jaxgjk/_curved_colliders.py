@@ -86,7 +86,11 @@ def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     cap_weights = 1 / 3 + 2 / 3 * (rim_circle @ inside_disk)
     directions_b = jnp.select([rim, side], [jnp.broadcast_to(outward, (3, 3)), side_directions],
                               cap_directions)
-    points_b = jax.vmap(core_b.core_support)(directions_b)
+    points_b = jnp.select([rim, side], [jnp.broadcast_to(closest, (3, 3)),
+                                        jnp.concatenate([jnp.broadcast_to(radius * across, (3, 2)),
+                                                         (ends * half_length)[:, None]], axis=1)],
+                          jnp.concatenate([radius * rim_circle, jnp.broadcast_to(up * half_length, (3, 1))],
+                                          axis=1))  # the supports of `directions_b`
     weights = jnp.select([rim, side], [jnp.array([1, 0, 0], dtype), jnp.stack([1 - along, along, zero])],
                          cap_weights)
     count = jnp.select([rim, side], [1, 2], 3)
