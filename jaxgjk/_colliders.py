@@ -6,6 +6,9 @@ closed form or a separating-axis test gives the exact contact with no loop:
 - point–point, point–segment, segment–segment (parallel segments included) and point–box: the closest
   points directly (`_closest`); a point inside a box is nearest one of its faces;
 - segment–box and box–box: `_box_colliders`;
+- point–cylinder and point–ellipsoid (spheres against cylinders and ellipsoids): `_curved_colliders`;
+  their contacts on a curved surface carry the normal's response to the curvature
+  (`_refine.smooth_response`), as the refined general path's do;
 - a half-space against any shape: exact from that shape's one support point along the plane's normal.
 
 `Rounded` shapes ride on their core's solver. Every solver returns a `Contact` in A's frame whose simplex
