@@ -46,11 +46,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
+from ._result import RUNNING
 from ._tolerance import float_dtype
 from ._vector import unit_vector
 
-# Loop outcomes, internal to this module.
-_RUNNING = 0
+# Loop outcomes, internal to this module (`RUNNING` while it pivots).
 _OPTIMAL = 1  # no column with a negative reduced cost: the objective is the optimum d₁
 _CERTIFIED = 2  # the points of the basis are within epsilon (an upper bound on d₁): intersecting
 _STALLED = 3  # an entering column but no acceptable pivot row, or a non-finite objective
@@ -282,7 +282,7 @@ def _simplex(matrix, costs, eligible, start_columns, status, residual, tolerance
 
     def running(state):
         _, _, iterations, status, _, _ = state
-        return (status == _RUNNING) & (iterations < max_iterations)
+        return (status == RUNNING) & (iterations < max_iterations)
 
     def pivot_step(state):
         tableau, basis, iterations, _, starting, fresh = state
@@ -294,10 +294,10 @@ def _simplex(matrix, costs, eligible, start_columns, status, residual, tolerance
         certified = residual(tableau, basis) <= 0
         status = jnp.select(
             [starting, ~jnp.isfinite(objective), certified, ~has_column, ~has_row],
-            [_RUNNING, _STALLED, _CERTIFIED, _OPTIMAL, _STALLED],
-            _RUNNING,
+            [RUNNING, _STALLED, _CERTIFIED, _OPTIMAL, _STALLED],
+            RUNNING,
         ).astype(jnp.int32)
-        step = status == _RUNNING
+        step = status == RUNNING
         row = jnp.where(starting, start_row, row)
         column = jnp.where(starting, start_column, column)
         pivoted_tableau, pivoted_basis = _pivot(tableau, basis, row, column)
@@ -311,7 +311,7 @@ def _simplex(matrix, costs, eligible, start_columns, status, residual, tolerance
         )
         refresh = ((status == _OPTIMAL) | (status == _STALLED)) & ~fresh
         tableau = jnp.where(refresh, _tableau(matrix, costs, basis), tableau)
-        status = jnp.where(refresh, _RUNNING, status)
+        status = jnp.where(refresh, RUNNING, status)
         return tableau, basis, iterations, status, starting, fresh | refresh
 
     true = jnp.ones((), dtype=bool)
@@ -352,7 +352,7 @@ def _solve(a, mask_a, b, mask_b, epsilon, tolerances, max_iterations):
         [mask_a, mask_b, jnp.ones((2 * _DIMENSION,), dtype=bool), jnp.zeros((2,), dtype=bool)]
     )
     start_columns = jnp.stack([jnp.argmax(mask_a), num_a + jnp.argmax(mask_b)])
-    status = jnp.where(both_present, _RUNNING, _EMPTY).astype(jnp.int32)
+    status = jnp.where(both_present, RUNNING, _EMPTY).astype(jnp.int32)
 
     def excess(tableau, basis):
         """‖q − p‖₁ − epsilon for the points of the basis; ≤ 0 certifies an intersection."""

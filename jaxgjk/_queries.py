@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import jax
 
+from ._checks import check_array
 from ._colliders import check_half_spaces
 from ._contact import QueryMode
 from ._pose import Pose
 from ._result import Config, DistanceResult, Simplex, Status
-from ._shapes import Shape, check_array
+from ._shapes import Shape
 from ._solve import solve
 from ._tangent import differentiable_query
 

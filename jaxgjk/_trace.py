@@ -21,7 +21,7 @@ from ._result import Config, Status
 from ._solve import prepare
 
 FEATURES = {1: "vertex", 2: "edge", 3: "face", 4: "tetrahedron"}
-RUNNING = "RUNNING"
+RUNNING_NAME = "RUNNING"  # the status shown before the last iteration
 _distance = jax.jit(distance, static_argnames=("config",))
 
 
@@ -105,7 +105,7 @@ def trace_distance(a, pose_a, b, pose_b, *, config: Config | None = None) -> dic
     upper_core = np.inf
     for k in range(1, count + 1):
         state = final if k == count else jax.device_get(run(jnp.asarray(k, jnp.int32)))
-        status = Status(int(state["status"])).name if k == count else RUNNING
+        status = Status(int(state["status"])).name if k == count else RUNNING_NAME
         accepted = k == 1 or status not in (Status.SEPARATED.name, Status.BOUND_EXCEEDED.name)
         if accepted:  # the support point as GJK stored it: in the first free slot of the previous state
             slot = 0 if previous is None else int(np.argmin(previous["mask"]))
