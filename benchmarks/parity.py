@@ -59,16 +59,11 @@ import time
 
 import numpy as np
 
+from . import cases as C
+from . import peers as P
+from . import run as R
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if __package__:
-    from . import cases as C
-    from . import peers as P
-    from . import run as R
-else:  # run as a script (also the cold-compile child): measure this checkout's jaxgjk
-    sys.path[:0] = [os.path.dirname(_HERE), _HERE]
-    import cases as C
-    import peers as P
-    import run as R
 
 SCENARIOS = ("sphere-sphere", "sphere-capsule", "capsule-capsule", "sphere-box", "capsule-box",
              "box-box", "box-halfspace", "cylinder-box", "ellipsoid-ellipsoid",
@@ -154,9 +149,10 @@ def cold_compile(kind: str, nv: int | None, kernel: str, args) -> dict:
     env = dict(os.environ, JAX_ENABLE_COMPILATION_CACHE="false")
     t0 = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--cold-child",
+        # From this checkout's root, so that the child measures this checkout's jaxgjk.
+        done = subprocess.run([sys.executable, "-m", "benchmarks.parity", "--cold-child",
                                json.dumps(spec)], capture_output=True, text=True, env=env,
-                              timeout=args.cold_timeout)
+                              cwd=os.path.dirname(_HERE), timeout=args.cold_timeout)
     except subprocess.TimeoutExpired:
         return dict(error=f"timed out after {args.cold_timeout} s")
     wall = time.perf_counter() - t0

@@ -47,7 +47,7 @@ Peers (each imported lazily; ``available_peers()`` lists those that import):
 * ``coal`` -- Coal (ex hpp-fcl) ``coal.distance`` / ``coal.collide`` per pair in a Python loop
   (single thread), float64 GJK/EPA (analytic for some primitive pairs).
 
-Self-check: ``python benchmarks/peers.py --selfcheck [--n 2000]`` prints per-kind throughput
+Self-check: ``python -m benchmarks.peers --selfcheck [--n 2000]`` prints per-kind throughput
 (pairs/s) of every available peer and the max abs disagreement with a reference (float64
 closed form where ``cases.reference_signed_distance`` has one, else the per-pair median of the
 peers), and checks that ``mujoco_native`` returns the Python loop's distances exactly (exit
@@ -78,11 +78,7 @@ import time
 
 import numpy as np
 
-if __package__:
-    from . import cases as C
-else:  # run as a script: python benchmarks/peers.py
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import cases as C
+from . import cases as C
 
 QUERIES = ("distance", "signed_distance", "intersect")
 DISTMAX = 10.0  # MuJoCo distmax: larger than any separation the generator produces

@@ -40,10 +40,10 @@ times, iteration histograms, status counts, deviations, environment), ``<tag>_th
 
 Usage (peers live in their own venv, see ``peers.py``)::
 
-    /work/venv-bench/bin/python benchmarks/run.py            # default suite
-    /work/venv-bench/bin/python benchmarks/run.py --quick    # smoke run, small batches
-    /work/venv-bench/bin/python benchmarks/run.py --full     # 1e2..1e6, every query x dtype
-    /work/venv-bench/bin/python benchmarks/run.py --cases box-box,polytope-polytope/512 \\
+    /work/venv-bench/bin/python -m benchmarks.run            # default suite
+    /work/venv-bench/bin/python -m benchmarks.run --quick    # smoke run, small batches
+    /work/venv-bench/bin/python -m benchmarks.run --full     # 1e2..1e6, every query x dtype
+    /work/venv-bench/bin/python -m benchmarks.run --cases box-box,polytope-polytope/512 \\
         --queries signed_distance --dtypes float32 --no-peers
 """
 
@@ -63,13 +63,8 @@ import warnings
 
 import numpy as np
 
-if __package__:
-    from . import cases as C
-    from . import peers as P
-else:  # run as a script: python benchmarks/run.py
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import cases as C
-    import peers as P
+from . import cases as C
+from . import peers as P
 
 QUERIES = ("distance", "signed_distance", "intersect", "value_and_grad")
 DTYPES = ("float32", "float64")
@@ -1081,7 +1076,7 @@ def main(argv=None) -> int:
     except (ValueError, OSError):
         mem_gib = float("nan")
     meta = dict(tag=tag, mode=mode_name, date=datetime.datetime.now().isoformat(timespec="seconds"),
-                command="python benchmarks/run.py " + " ".join(shlex.quote(a) for a in
+                command="python -m benchmarks.run " + " ".join(shlex.quote(a) for a in
                                                                (argv or sys.argv[1:])),
                 device=str(device), device_kind=device.device_kind, platform=device.platform,
                 cpu_model=cpu_model(), cpu_count=os.cpu_count(), mem_gib=mem_gib,

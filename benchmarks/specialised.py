@@ -9,14 +9,13 @@ one thread, Python loop, its per-call overhead subtracted) on the same 256 pairs
 per second of process CPU time (all threads), i.e. per core, which a loaded machine distorts less
 than wall time; best of `--repeats` calls.
 
-    PYTHONPATH=. python benchmarks/specialised.py [--pairs 65536] [--out benchmarks/results/specialised.md]
+    python -m benchmarks.specialised [--pairs 65536] [--out benchmarks/results/specialised.md]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import jax
@@ -29,9 +28,7 @@ from jaxgjk._colliders import innermost
 from jaxgjk._solve import prepare
 from jaxgjk._tolerance import touching_resolution
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cases  # noqa: E402
-import peers  # noqa: E402
+from . import cases, peers
 
 KINDS = ("box-box", "capsule-box")
 
@@ -124,7 +121,7 @@ def main(argv=None):
     lines = [
         "# Specialised box–box and capsule–box colliders: throughput and compile time",
         "",
-        f"`PYTHONPATH=. python benchmarks/specialised.py --pairs {args.pairs} --repeats {args.repeats}`",
+        f"`python -m benchmarks.specialised --pairs {args.pairs} --repeats {args.repeats}`",
         "",
         f"- cpu ({os.cpu_count()} cores), jax {jax.__version__}, float32, {args.pairs} pairs per call "
         "(`cases.make_case(kind, 256, penetrating, 0)` tiled); load average (1 min) at start/end: "

@@ -4,9 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from shape_samples import PRIMITIVE_KINDS, random_shape, sample_points
 
 import jaxgjk as jg
+
+from .shape_samples import PRIMITIVE_KINDS, random_shape, sample_points
 
 
 def composite_shapes(rng):
