@@ -36,8 +36,8 @@ class Shape(abc.ABC):
     3. Optional, each in one place: a row of `_packed.KIND_FIELDS` to mix it into `pack` batches; an
        exact rule in `_bounds` (otherwise `aabb` takes six support calls); a specialised solver in
        `_colliders` (otherwise GJK/EPA run on it); a case in `_demo.random_shape` for the main job.
-    4. Tests: add it to `tests/shape_samples.PRIMITIVE_KINDS`; `tests/test_shape_contract.py` then
-       checks the support contract and every query runs it against every other kind.
+    4. Tests: add it to `tests/shape_samples.PRIMITIVE_KINDS` (and `random_shape`); the contract
+       tests (`tests/test_shapes.py`) then run it, and the query tests pair it with every other kind.
     """
 
     def support(self, direction):
@@ -101,8 +101,9 @@ class Shape(abc.ABC):
 
     @abc.abstractmethod
     def reach(self):
-        """() the largest distance from the local origin to a point of the shape (margin included):
-        the scale of the rounding errors of a query on it (`_tolerance.touching_resolution`)."""
+        """() the largest distance from the local origin to a point of the shape (margin included; an
+        upper bound from the pieces for `Affine` and `MinkowskiSum`): the scale of the rounding errors
+        of a query on it (`_tolerance.touching_resolution`)."""
 
     @abc.abstractmethod
     def is_valid(self):
