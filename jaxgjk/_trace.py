@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._gjk import gjk
-from ._queries import _check_inputs, distance
+from ._queries import checked_config, distance
 from ._result import Config, Status
 from ._solve import prepare
 
@@ -92,8 +92,7 @@ def trace_distance(a, pose_a, b, pose_b, *, config: Config | None = None) -> dic
 
         Invalid input gives an empty ``"iterations"`` list and status ``"INVALID_INPUT"``.
     """
-    config = config or Config()
-    _check_inputs(a, pose_a, b, pose_b)
+    config = checked_config(config, a, pose_a, b, pose_b)
     result = jax.device_get(_distance(a, pose_a, b, pose_b, config=config))
     run = functools.partial(_gjk_after, a, pose_a, b, pose_b, config=config)
     final = jax.device_get(run(jnp.asarray(config.max_gjk_iterations, jnp.int32)))
