@@ -58,6 +58,7 @@ import numpy as np
 import jaxgjk as jg
 
 from . import cases as C
+from . import report
 from . import run as R
 from .hill_climb import best_times
 
@@ -485,7 +486,7 @@ def main(argv=None):
             parser.error(f"unknown pair {name!r}; choose from {PAIRS}")
 
     start, load_start = time.perf_counter(), os.getloadavg()[0]
-    source_id = R.jaxgjk_source_id()  # the sources as imported now (they may change on disk during the run)
+    source_id = report.jaxgjk_source_id()  # the sources as imported now (they may change during the run)
 
     def log(message):
         print(f"[{time.perf_counter() - start:7.1f}s] {message}", flush=True)
@@ -505,7 +506,7 @@ def main(argv=None):
                 command="python -m benchmarks.gradients " + " ".join(
                     shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
                 total_s=time.perf_counter() - start, device=str(jax.devices()[0]),
-                cpu_model=R.cpu_model(), cpu_count=os.cpu_count(),
+                cpu_model=report.cpu_model(), cpu_count=os.cpu_count(),
                 load_start=load_start, load_end=os.getloadavg()[0], jaxgjk_source=source_id,
                 chunk=args.chunk, repeats=args.repeats)
     text = markdown(meta, sweep_rows, cost_rows)
@@ -514,7 +515,7 @@ def main(argv=None):
     with open(os.path.join(args.out, f"{args.tag}.md"), "w") as file:
         file.write(text)
     with open(os.path.join(args.out, f"{args.tag}.json"), "w") as file:
-        json.dump(R._jsonable(dict(meta=meta, sweep=sweep_rows, cost=cost_rows)), file, indent=1)
+        json.dump(report.jsonable(dict(meta=meta, sweep=sweep_rows, cost=cost_rows)), file, indent=1)
     bad = sum(r[q]["bad_poses"] for r in sweep_rows for q in QUERIES)
     log(f"wrote {args.out}/{args.tag}.md and .json; {bad} poses with a non-finite gradient or value")
     return 1 if bad else 0

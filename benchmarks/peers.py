@@ -54,8 +54,8 @@ peers), and checks that ``mujoco_native`` returns the Python loop's distances ex
 status 1 if not).  Kinds a peer lacks (half-spaces outside MuJoCo C) are reported as skipped.
 Run it in the peers' venv, kept apart from jaxgjk's own so peer pins cannot break it:
 
-    python3 -m venv /work/venv-bench
-    /work/venv-bench/bin/pip install jax==0.10.2 jaxlib==0.10.2 numpy scipy \
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install jax==0.10.2 jaxlib==0.10.2 numpy scipy \
         mujoco==4.0.0 mujoco-mjx==3.17.0 mujoco-warp==4.0.0 coal==3.0.3
 
 (mujoco-mjx 3.17.0 does not pin jax, so all four peers share one venv; warp-lang 1.19.0 comes
