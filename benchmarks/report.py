@@ -38,6 +38,20 @@ def _largest(records: list[dict], **kw) -> dict | None:
     return max(rs, key=lambda r: r["n"]) if rs else None
 
 
+def _table_head(header: list[str]) -> list[str]:
+    """A Markdown table's header and rule."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+
+def _case_rows(jrecs: list[dict], specs: list[str], query: str):
+    """(spec, penetrating, row label, jaxgjk float32 record, float64 record) for each case's rows."""
+    for spec in specs:
+        for pen in (False, True):
+            yield (spec, pen, f"{spec} {'pen' if pen else 'sep'}",
+                   _largest(jrecs, case=spec, penetrating=pen, query=query, dtype="float32"),
+                   _largest(jrecs, case=spec, penetrating=pen, query=query, dtype="float64"))
+
+
 def _header(meta: dict) -> list[str]:
     """How the run was made: command, machine, load, methods."""
     L = []
@@ -112,23 +126,19 @@ def _rate_tables(q: str, meta: dict, jrecs: list[dict], precs: list[dict], specs
         w(f"## {q} — {title}\n")
         w(expl + "\n")
         hdr = ["case", "jaxgjk f32", "jaxgjk f64"] + peers + [f"f32/{p}" for p in peers]
-        w("| " + " | ".join(hdr) + " |")
-        w("|" + "---|" * len(hdr))
-        for spec in specs:
-            for pen in (False, True):
-                j32 = _largest(jrecs, case=spec, penetrating=pen, query=q, dtype="float32")
-                j64 = _largest(jrecs, case=spec, penetrating=pen, query=q, dtype="float64")
-                row = [f"{spec} {'pen' if pen else 'sep'}", jcell(j32, key), jcell(j64, key)]
-                rates = []
-                for p in peers:
-                    pr = _peer_record(precs, p, spec, pen, q)
-                    rate = pr.get(key, np.nan) if pr else np.nan
-                    rates.append(rate)
-                    row.append(fmt_rate(rate))
-                for rate in rates:
-                    ok = j32 is not None and rate is not None and np.isfinite(rate)
-                    row.append(f"{j32[key] / rate:.3g}" if ok else "–")
-                w("| " + " | ".join(row) + " |")
+        L += _table_head(hdr)
+        for spec, pen, label, j32, j64 in _case_rows(jrecs, specs, q):
+            row = [label, jcell(j32, key), jcell(j64, key)]
+            rates = []
+            for p in peers:
+                pr = _peer_record(precs, p, spec, pen, q)
+                rate = pr.get(key, np.nan) if pr else np.nan
+                rates.append(rate)
+                row.append(fmt_rate(rate))
+            for rate in rates:
+                ok = j32 is not None and rate is not None and np.isfinite(rate)
+                row.append(f"{j32[key] / rate:.3g}" if ok else "–")
+            w("| " + " | ".join(row) + " |")
         w("")
     return L
 
@@ -146,37 +156,32 @@ def _detail_table(q: str, jrecs: list[dict], precs: list[dict], specs: list[str]
         hdr = (["case", "ref", "jaxgjk f32", "jaxgjk f64", "f32 vs f64"] + peers
                + ["iters f32 p50/p99/max", "iters f64 p50/p99/max", "statuses (f32; f64)",
                   "compile f32 s", "compile f64 s"])
-    w("| " + " | ".join(hdr) + " |")
-    w("|" + "---|" * len(hdr))
-    for spec in specs:
-        for pen in (False, True):
-            j32 = _largest(jrecs, case=spec, penetrating=pen, query=q, dtype="float32")
-            j64 = _largest(jrecs, case=spec, penetrating=pen, query=q, dtype="float64")
-            pr = {p: _peer_record(precs, p, spec, pen, q) for p in peers}
-            comp = [f"{j['lower_s'] + j['compile_s']:.1f}" if j else "–" for j in (j32, j64)]
-            label = f"{spec} {'pen' if pen else 'sep'}"
-            if q == "intersect":
-                def fl(r):
-                    return (f"{r['flag_errors']}/{r['flag_pairs']}"
-                            if r and "flag_errors" in r else "–")
-                row = [label, fl(j32), fl(j64)] + [fl(pr[p]) for p in peers] + comp
-            else:
-                def st(r):
-                    if r is None:
-                        return "–"
-                    s = ", ".join(f"{k[:3]}:{v}" for k, v in r["status_counts"].items())
-                    return s + (f", NaN:{r['n_nan']}" if r["n_nan"] else "")
+    L += _table_head(hdr)
+    for spec, pen, label, j32, j64 in _case_rows(jrecs, specs, q):
+        pr = {p: _peer_record(precs, p, spec, pen, q) for p in peers}
+        comp = [f"{j['lower_s'] + j['compile_s']:.1f}" if j else "–" for j in (j32, j64)]
+        if q == "intersect":
+            def fl(r):
+                return (f"{r['flag_errors']}/{r['flag_pairs']}"
+                        if r and "flag_errors" in r else "–")
+            row = [label, fl(j32), fl(j64)] + [fl(pr[p]) for p in peers] + comp
+        else:
+            def st(r):
+                if r is None:
+                    return "–"
+                s = ", ".join(f"{k[:3]}:{v}" for k, v in r["status_counts"].items())
+                return s + (f", NaN:{r['n_nan']}" if r["n_nan"] else "")
 
-                def it(r):
-                    return (f"{r['iter_p50']:.0f}/{r['iter_p99']:.0f}/{r['iter_max']}"
-                            if r else "–")
-                ref = (j32 or j64 or {}).get("ref", "–")
-                row = ([label, ref, fmt_dev((j32 or {}).get("max_abs_dev")),
-                        fmt_dev((j64 or {}).get("max_abs_dev")),
-                        fmt_dev((j32 or {}).get("dev_vs_f64"))]
-                       + [fmt_dev((pr[p] or {}).get("max_abs_dev")) for p in peers]
-                       + [it(j32), it(j64), f"{st(j32)}; {st(j64)}"] + comp)
-            w("| " + " | ".join(row) + " |")
+            def it(r):
+                return (f"{r['iter_p50']:.0f}/{r['iter_p99']:.0f}/{r['iter_max']}"
+                        if r else "–")
+            ref = (j32 or j64 or {}).get("ref", "–")
+            row = ([label, ref, fmt_dev((j32 or {}).get("max_abs_dev")),
+                    fmt_dev((j64 or {}).get("max_abs_dev")),
+                    fmt_dev((j32 or {}).get("dev_vs_f64"))]
+                   + [fmt_dev((pr[p] or {}).get("max_abs_dev")) for p in peers]
+                   + [it(j32), it(j64), f"{st(j32)}; {st(j64)}"] + comp)
+        w("| " + " | ".join(row) + " |")
     w("")
     return L
 
@@ -194,8 +199,7 @@ def _disputed_pairs(meta: dict) -> list[str]:
           "the most disputed ones (and each implementation's worst) get the independent float64 "
           "arbiter; max |d − arb| over those pairs (signed_distance query).\n")
         hdr = ["case", "disputed / K", "arbitrated"] + names
-        w("| " + " | ".join(hdr) + " |")
-        w("|" + "---|" * len(hdr))
+        L += _table_head(hdr)
         for a in arb_cases:
             w(f"| {a['case']} {'pen' if a['penetrating'] else 'sep'} | {a['n_disputed']} / "
               f"{a['k']} | {a['n_arb']} | "
@@ -213,8 +217,7 @@ def _gradient_cost(jrecs: list[dict], specs: list[str]) -> list[str]:
       "gradients); ratio = vag time / signed_distance time at the same batch size and dtype.\n")
     hdr = ["case", "dtype", "N", "signed_distance pairs/s", "value_and_grad pairs/s",
            "ratio (wall)", "ratio (CPU time)", "non-finite grads", "compile s (vag; sd)"]
-    w("| " + " | ".join(hdr) + " |")
-    w("|" + "---|" * len(hdr))
+    L += _table_head(hdr)
     for spec in specs:
         for pen in (False, True):
             for dt in DTYPES:
@@ -248,8 +251,7 @@ def _size_sweeps(jrecs: list[dict], specs: list[str]) -> list[str]:
         w(f"## jaxgjk {q} {dt} — throughput vs batch size\n")
         w("pairs per wall-clock second (pairs per CPU-second); iterations max over the batch "
           "in brackets: a vmapped loop runs until its slowest pair is done.\n")
-        w("| case | " + " | ".join(f"{n:.0e}".replace("e+0", "e") for n in sizes) + " |")
-        w("|" + "---|" * (len(sizes) + 1))
+        L += _table_head(["case"] + [f"{n:.0e}".replace("e+0", "e") for n in sizes])
         for spec in specs:
             for pen in (False, True):
                 cells = []
