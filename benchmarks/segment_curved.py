@@ -13,14 +13,13 @@ Measured here, float32, `cases.make_case(kind, 256, penetrating, 0)` tiled to `-
 (separated and penetrating pairs) and of the golden-section search (separated pairs), with its largest
 distance difference from the general path's `distance`.
 
-    PYTHONPATH=. python benchmarks/segment_curved.py [--pairs 65536] [--steps 40]
+    python -m benchmarks.segment_curved [--pairs 65536] [--steps 40]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -29,8 +28,7 @@ import numpy as np
 import jaxgjk as jg
 from jaxgjk._curved_colliders import ellipsoid_closest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import specialised  # noqa: E402
+from . import specialised
 
 KINDS = ("capsule-cylinder", "capsule-ellipsoid")
 GOLDEN = (np.sqrt(5) - 1) / 2
@@ -77,7 +75,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    print(f"`PYTHONPATH=. python benchmarks/segment_curved.py --pairs {args.pairs} --steps {args.steps}"
+    print(f"`python -m benchmarks.segment_curved --pairs {args.pairs} --steps {args.steps}"
           f" --repeats {args.repeats}`; load average at start {os.getloadavg()[0]:.1f}\n")
     print("| case | general signed | general distance | golden section | its max error |")
     print("|---|---|---|---|---|")

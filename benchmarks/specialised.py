@@ -9,7 +9,7 @@ thread, Python loop, its per-call overhead subtracted) on the same 256 pairs. Th
 per second of process CPU time (all threads), i.e. per core, which a loaded machine distorts less
 than wall time; best of `--repeats` calls.
 
-    PYTHONPATH=. python benchmarks/specialised.py [--kinds box-box,capsule-box] [--pairs 65536]
+    python -m benchmarks.specialised [--kinds box-box,capsule-box] [--pairs 65536]
         [--out benchmarks/results/specialised.md]
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import jax
@@ -29,9 +28,7 @@ from jaxgjk._colliders import specialised_contact
 from jaxgjk._solve import prepare
 from jaxgjk._tolerance import touching_resolution
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cases  # noqa: E402
-import peers  # noqa: E402
+from . import cases, peers
 
 KINDS = ("box-box", "capsule-box")
 SHAPES = {"sphere": jg.Sphere, "capsule": jg.Capsule, "box": jg.Box, "cylinder": jg.Cylinder,
@@ -125,7 +122,7 @@ def main(argv=None):
     lines = [
         f"# Specialised colliders ({', '.join(kinds)}): throughput and compile time",
         "",
-        f"`PYTHONPATH=. python benchmarks/specialised.py --kinds {args.kinds} --pairs {args.pairs} "
+        f"`python -m benchmarks.specialised --kinds {args.kinds} --pairs {args.pairs} "
         f"--repeats {args.repeats}`",
         "",
         f"- cpu ({os.cpu_count()} cores), jax {jax.__version__}, float32, {args.pairs} pairs per call "

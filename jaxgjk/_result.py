@@ -29,6 +29,8 @@ class Status(enum.IntEnum):
         return _MESSAGES[self]
 
 
+RUNNING = -1  # a loop's status while it runs (GJK, EPA, the LP test): not a `Status`, never returned
+
 _MESSAGES = {
     Status.SEPARATED: "GJK converged: the shapes are apart and distance > 0 is their distance.",
     Status.INTERSECTING: "The shapes overlap or touch (the distance query reports distance 0).",

@@ -17,6 +17,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from ._checks import float_leaves
 from ._colliders import bounded, for_mode, is_half_space, packed_half_space_contact, specialised_contact
 from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
@@ -27,12 +28,8 @@ from ._minkowski import RelativePair
 from ._pose import Pose, normalized_quaternion
 from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
-from ._shapes import Shape, float_leaves
-from ._tolerance import (
-    epsilon,
-    float_dtype,
-    touching_resolution,
-)
+from ._shapes import Shape
+from ._tolerance import EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
 from ._vector import unit_vector
 
 
@@ -189,7 +186,7 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
     # with the shapes, gives the tangents.
     # Converged on polytopes (no gap), the face is exact and its witness points central.
     stopped_short = (found.status == Status.MAX_ITERATIONS) & jnp.isfinite(found.upper_bound)
-    rounding = 8 * epsilon(dtype) * found.size
+    rounding = EPA_FLAT_GAP_ROUNDINGS * epsilon(dtype) * found.size
     gap = found.upper_bound - found.face_distance
     curved_gap = (found.status == Status.PENETRATING) & (gap > rounding)
     degenerate = (found.status == Status.DEGENERATE) & jnp.isfinite(found.upper_bound)

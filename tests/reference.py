@@ -14,7 +14,7 @@ a closed form written out again below. Three independent routes to a signed dist
 * Closed forms: `sphere_sphere`, `point_box` / `sphere_box`, `segment_segment_distance`,
   `sphere_capsule`, `capsule_capsule`, `sphere_cylinder`; `sphere_ellipsoid` by bisection.
 
-Conventions are jaxgjk's (see shared/API.md): ``world = R(q) @ local + t`` with a (w, x, y, z)
+Conventions are jaxgjk's (see API.md): ``world = R(q) @ local + t`` with a (w, x, y, z)
 quaternion; the signed distance is positive when separated and minus the penetration depth when
 overlapping; the normal is a world unit vector from A towards B (the direction in which translating
 B by the depth separates the shapes).

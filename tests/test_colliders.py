@@ -19,7 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import (
+
+import jaxgjk as jg
+
+from .reference import (
     capsule_capsule,
     capsule_endpoints,
     pose_arrays,
@@ -31,9 +34,7 @@ from reference import (
     support_function,
     support_point,
 )
-from shape_samples import random_polytope_vertices, random_rotation
-
-import jaxgjk as jg
+from .shape_samples import random_polytope_vertices, random_rotation
 
 GENERAL = jg.Config(specialised=False)
 TOLERANCE = {np.float32: 1e-4, np.float64: 1e-9}  # × the size of the configuration
