@@ -67,7 +67,8 @@ from . import run as R
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 SCENARIOS = ("sphere-sphere", "sphere-capsule", "capsule-capsule", "sphere-box", "capsule-box",
-             "box-box", "box-halfspace", "cylinder-box", "ellipsoid-ellipsoid",
+             "box-box", "box-halfspace", "sphere-cylinder", "sphere-ellipsoid", "cylinder-box",
+             "ellipsoid-ellipsoid",
              "polytope-polytope/8", "polytope-polytope/32", "polytope-polytope/128",
              "polytope-polytope/512")
 QUERIES = ("distance", "signed_distance", "intersect")

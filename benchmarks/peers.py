@@ -221,7 +221,8 @@ def _mujoco_overhead(n: int = 20000) -> float:
 
 _MJ_ANALYTIC = {"sphere-sphere": "mjc_SphereSphere", "sphere-capsule": "mjc_SphereCapsule",
                 "capsule-capsule": "mjc_CapsuleCapsule", "sphere-box": "mjc_SphereBox",
-                "capsule-box": "mjc_CapsuleBox", "box-halfspace": "mjc_PlaneBox"}
+                "capsule-box": "mjc_CapsuleBox", "box-halfspace": "mjc_PlaneBox",
+                "sphere-cylinder": "mjc_SphereCylinder"}
 
 
 def mujoco_collider(case: C.Case) -> str:

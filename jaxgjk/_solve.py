@@ -316,9 +316,13 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
     config = config.resolved(prepared.dtype)
     margin = prepared.shape_a.margin() + prepared.shape_b.margin()
-    contact = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
-    if contact is not None:
-        contact, response = for_mode(contact, mode, margin, distance_upper_bound), None
+    specialised = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
+    if specialised is not None:
+        contact, response = specialised
+        contact = for_mode(contact, mode, margin, distance_upper_bound)
+        if response is not None:
+            rotation = prepared.pose_a.rotation_matrix()
+            response = rotation @ response @ rotation.T
     else:
         loops = dataclasses.replace(prepared, pair=bounded(prepared.pair))
         contact = gjk_contact(config, mode, loops, warm_start, distance_upper_bound)

@@ -64,7 +64,8 @@ def cases(inside):
 
 @functools.cache
 def _kernel(refine_normal):
-    config = jg.Config(refine_normal=refine_normal)
+    # The general path: refinement serves it (an ellipsoid and a sphere have a specialised solver).
+    config = jg.Config(refine_normal=refine_normal, specialised=False)
 
     def query(radii, translation, rotation, radius, centre):
         return jg.signed_distance(jg.Ellipsoid(radii), jg.Pose(translation, rotation), jg.Sphere(radius),
