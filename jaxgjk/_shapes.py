@@ -16,7 +16,7 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
-from ._tolerance import float_dtype
+from ._tolerance import epsilon, float_dtype
 from ._vector import unit_vector
 
 
@@ -466,10 +466,16 @@ class Affine(Shape):
         return jnp.linalg.solve(self.linear.T, inner)
 
     def core_side_normals(self):
-        # u·k = 0 with u = Lᵀn is n·(L k) = 0, a great circle again; a cone's circle (height ≠ 0)
-        # maps to a cone of directions that is no circle, which `_refine` does not follow.
+        # u·k = c|u| with u = Lᵀn: for c = 0 it is n·(L k) = 0, a great circle again; for a similarity
+        # (LᵀL = s²I) it is unit(n)·unit(L k) = c. Otherwise (a cone under a shear or an unequal
+        # scaling) a cone of directions that is no circle, which `_refine` does not follow.
         axis, height = self.shape.core_side_normals()
-        return jnp.where(height == 0, unit_vector(self.linear @ axis), 0), jnp.zeros_like(height)
+        gram = self.linear.T @ self.linear
+        scale = jnp.trace(gram) / 3
+        similar = (jnp.max(jnp.abs(gram - scale * jnp.eye(3, dtype=gram.dtype)))
+                   <= 16 * epsilon(gram.dtype) * scale)
+        circle = (height == 0) | similar
+        return jnp.where(circle, unit_vector(self.linear @ axis), 0), jnp.where(circle, height, 0)
 
     def center(self):
         return self.linear @ self.shape.center() + self.offset
