@@ -37,6 +37,7 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [os.environ.get("JAXGJK_ROOT", ROOT), os.path.join(ROOT, "tests")]
 from exact_normal import exact_normal  # noqa: E402
+from reference import support_function  # noqa: E402
 from shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape  # noqa: E402
 
 import jaxgjk as jg  # noqa: E402
@@ -144,11 +145,34 @@ def main():
     reference_time = time.perf_counter() - start
     everything = [c for pair in pairs for c in by_pair[pair]]
     exact = np.stack([c["normal"] for c in everything])
-    errors, timings = {}, {}
+    errors, timings, found = {}, {}, {}
     for dtype in (np.float64, np.float32):
         start = time.perf_counter()
-        errors[dtype] = np.linalg.norm(gradients(everything, dtype) - exact, axis=1)
+        found[dtype] = gradients(everything, dtype)
+        errors[dtype] = np.linalg.norm(found[dtype] - exact, axis=1)
         timings[dtype] = time.perf_counter() - start
+    # g (float64) at a normal, and the float32 resolution of the distance (eps · the pair's scale).
+    posed = [[_wrapped(shape, w, np.float64) for shape, w in zip(c["shapes"], c["wrappers"], strict=True)]
+             for c in everything]
+    poses = [[jg.Pose(*map(jnp.asarray, pose)) for pose in c["poses"]] for c in everything]
+
+    def g(index, normal):
+        (a, b), (pose_a, pose_b) = posed[index], poses[index]
+        return -support_function(a, pose_a, normal) - support_function(b, pose_b, -normal)
+
+    # The reference is a best-of-starts local search: where jaxgjk's float64 normal certifies a larger
+    # g (less depth), the reference missed the maximum; those cases are counted and left out.
+    missed = np.array([g(i, found[np.float64][i] / np.linalg.norm(found[np.float64][i]))
+                       > c["signed"] + 1e-12 for i, c in enumerate(everything)])
+    resolution = np.array([np.finfo(np.float32).eps * max(
+        float(a.reach()), float(b.reach()), np.linalg.norm(c["poses"][1][0] - c["poses"][0][0]))
+        for (a, b), c in zip(posed, everything, strict=True)])
+    # A float32 normal off by more than 1e-3 is a near-tie when g there is within a few float32
+    # resolutions of the maximum: float32 cannot tell the two directions apart.
+    tie = np.zeros(len(everything))
+    for i in np.flatnonzero(errors[np.float32] > TOLERANCE[np.float32]):
+        normal = found[np.float32][i] / np.linalg.norm(found[np.float32][i])
+        tie[i] = (everything[i]["signed"] - g(i, normal)) / resolution[i]
     if args.exchange:
         swapped = gradients(everything, np.float64, exchange=True)
         exchange_error = np.linalg.norm(swapped - gradients(everything, np.float64), axis=1)
@@ -159,27 +183,35 @@ def main():
              f"    {' '.join(['python benchmarks/normal_accuracy.py'] + sys.argv[1:])}", "",
              f"Reference {reference_time:.0f} s; jaxgjk (compile + run) float64 {timings[np.float64]:.0f} s, "
              f"float32 {timings[np.float32]:.0f} s.", "",
-             "| pair | cases | f64 ≤ 1e-6 | f64 worst | f32 ≤ 1e-3 | f32 worst |"
+             "Reference beaten (jaxgjk's float64 normal certifies a larger g: left out): "
+             f"{int(np.sum(missed))}. "
+             "f32 tie: for float32 gradients off by more than 1e-3, the largest g(exact) − g(float32 normal) "
+             "in float32 resolutions of the distance (eps · max(reach, offset)); ≤ a few is a near-tie.", "",
+             "| pair | cases | f64 ≤ 1e-6 | f64 worst | f32 ≤ 1e-3 | f32 worst | f32 tie |"
              + (" exchange worst |" if args.exchange else ""),
-             "|---|---|---|---|---|---|" + ("---|" if args.exchange else "")]
+             "|---|---|---|---|---|---|---|" + ("---|" if args.exchange else "")]
     offset = 0
     totals = np.zeros(3, int)
     for pair in pairs:
         count = len(by_pair[pair])
-        rows = slice(offset, offset + count)
+        rows = np.arange(offset, offset + count)
         offset += count
+        rows = rows[~missed[rows]]
+        count = len(rows)
         if not count:
             continue
         good = [int(np.sum(errors[d][rows] <= TOLERANCE[d])) for d in (np.float64, np.float32)]
         totals += (count, *good)
         line = (f"| {pair[0]}–{pair[1]} | {count} | {good[0]} | {np.max(errors[np.float64][rows]):.1e} | "
-                f"{good[1]} | {np.max(errors[np.float32][rows]):.1e} |")
+                f"{good[1]} | {np.max(errors[np.float32][rows]):.1e} | {np.max(tie[rows]):.2g} |")
         if args.exchange:
             line += f" {np.max(exchange_error[rows]):.1e} |"
         lines.append(line)
-    lines.append(f"| all | {totals[0]} | {totals[1]} | {np.max(errors[np.float64]):.1e} | {totals[2]} | "
-                 f"{np.max(errors[np.float32]):.1e} |" + (f" {np.max(exchange_error):.1e} |" if args.exchange
-                                                          else ""))
+    kept = ~missed
+    lines.append(f"| all | {totals[0]} | {totals[1]} | {np.max(errors[np.float64][kept]):.1e} | "
+                 f"{totals[2]} | "
+                 f"{np.max(errors[np.float32][kept]):.1e} | {np.max(tie[kept]):.2g} |"
+                 + (f" {np.max(exchange_error[kept]):.1e} |" if args.exchange else ""))
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
