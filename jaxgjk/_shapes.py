@@ -463,7 +463,9 @@ class Affine(Shape):
     def core_ruling(self, direction, relative_tolerance):
         # The shape's turn r at Lᵀd, brought to d's side: Lᵀ(d ± t) = Lᵀd ± r.
         inner = self.shape.core_ruling(self.linear.T @ direction, relative_tolerance)
-        return jnp.linalg.solve(self.linear.T, inner)
+        invertible = jnp.linalg.det(self.linear) != 0
+        linear_safe = jnp.where(invertible, self.linear, jnp.eye(3, dtype=self.linear.dtype))  # no NaN
+        return jnp.where(invertible, jnp.linalg.solve(linear_safe.T, inner), 0)
 
     def core_side_normals(self):
         # u·k = c|u| with u = Lᵀn: for c = 0 it is n·(L k) = 0, a great circle again; for a similarity
