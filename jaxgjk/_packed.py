@@ -99,6 +99,9 @@ class Packed(Shape):
     def core_ruling(self, direction, relative_tolerance):
         return self._dispatch("core_ruling", direction, relative_tolerance)
 
+    def core_side_normals(self):
+        return self._dispatch("core_side_normals")
+
     def margin(self):
         return self._dispatch("margin")
 

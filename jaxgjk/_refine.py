@@ -12,9 +12,13 @@ for separated and overlapping shapes alike (the least overlap along any directio
 axis theorem). Where both supports are smooth at the maximiser, g is smooth there with Riemannian
 gradient P w and Hessian P J P − g P (P = I − n nᵀ, J = dw/dn from the support mappings' derivatives),
 and a few Newton steps take the normal to rounding (Absil, Mahony, Sepulchre 2008, §6.2). A flat
-feature of a polyhedral core (an edge or a face, whose vertices the final simplex holds exactly) or the
-straight side of a cylinder constrains the normal: a face fixes it, an edge or side keeps it
-perpendicular (two skew ones fix it to their cross product), and Newton runs on what is left free. Every step
+feature of a polyhedral core (an edge or a face, whose vertices the final simplex holds exactly) or a
+straight side of a curved core (a cylinder's side, a cone's slant) constrains the normal: a face fixes
+it; an edge keeps it perpendicular, and a side on the circle of directions that expose such sides
+(`Shape.core_side_normals`: n·k = c, a great circle for an edge or a cylinder, a small one for a cone);
+two of them fix it to where their circles meet, and Newton runs along what is left free. Along a circle
+of height c about k, g's second derivative at unit speed is tᵀJt − (n − c k)·w / (1 − c²) (t the
+circle's tangent; −g on a great circle), and each step is put back on the circle. Every step
 is kept only if g, a certified bound on sd, does not drop beyond rounding, so a misread feature can
 never make the answer worse than the loops'.
 """
@@ -29,11 +33,8 @@ from ._features import FeatureDim, exposed_span, exposed_vertices
 from ._minkowski import RelativePair
 from ._result import Simplex
 from ._simplex import face_weights
-from ._tolerance import epsilon
+from ._tolerance import MAX_STEP, NEWTON_STEPS, REFINE_ACCEPT_ROUNDINGS, epsilon
 from ._vector import unit_vector
-
-NEWTON_STEPS = 2  # from the loops' ~√tol the error squares each step: 1e-6 → 1e-12 → rounding
-MAX_STEP = 0.25  # radians; a Newton step further than this is cut to it (a trust region)
 
 
 @pytree_dataclass
@@ -78,7 +79,10 @@ class _Hold:
         flat: () bool, an edge or face of a polytope core, which the simplex's points hold exactly.
         ruled: () bool, the straight side of a curved core (`Shape.core_ruling`).
         face: () bool, `flat` and a face.
-        line: (3,) unit direction of the edge (flat) or the straight side (ruled); zero otherwise.
+        axis: (3,) where an edge or a straight side holds the contact, the axis k of the circle of
+            directions u that keep holding it (u·k = height): the edge's unit direction, or the shape's
+            `core_side_normals`; zero otherwise.
+        height: () that circle's height c (zero for an edge).
         plane: (3,) unit normal of the face, either sign; zero unless `face`.
         ruling: (3,) the shape's `core_ruling` (zero unless `ruled`).
         slots: (3,) int32 simplex slots holding a flat feature's vertices (its spanning ones).
@@ -90,16 +94,18 @@ class _Hold:
     flat: jnp.ndarray
     ruled: jnp.ndarray
     face: jnp.ndarray
-    line: jnp.ndarray
+    axis: jnp.ndarray
+    height: jnp.ndarray
     plane: jnp.ndarray
     ruling: jnp.ndarray
     slots: jnp.ndarray
     count: jnp.ndarray
 
     def rotated(self, rotation) -> _Hold:
-        """The same hold with its directions in another frame (`rotation` (3, 3) maps to it)."""
-        return _Hold(self.point_like, self.curved, self.flat, self.ruled, self.face, rotation @ self.line,
-                     rotation @ self.plane, self.ruling, self.slots, self.count)
+        """The same hold with its directions in another frame (`rotation` (3, 3) maps to it; B's hold,
+        made along −n, takes −R so that its circle holds n)."""
+        return _Hold(self.point_like, self.curved, self.flat, self.ruled, self.face, rotation @ self.axis,
+                     self.height, rotation @ self.plane, self.ruling, self.slots, self.count)
 
     def feature_directions(self, direction, simplex_directions):
         """(3, 3) support directions of the held feature's vertices at the refined `direction` (3,)
@@ -124,13 +130,16 @@ def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
     ruling = shape.core_ruling(direction, feature_tolerance)
     ends = jax.vmap(shape.core_support)(jnp.stack([direction + ruling, direction - ruling]))
     side = unit_vector(ends[0] - ends[1])
-    ruled = (core.dimension == FeatureDim.EDGE) & curved & jnp.any(ruling != 0) & jnp.any(side != 0)
-    line = jnp.select([flat & (dimension == FeatureDim.EDGE), ruled], [axis, side], jnp.zeros(3, axis.dtype))
+    side_axis, side_height = shape.core_side_normals()
+    ruled = ((core.dimension == FeatureDim.EDGE) & curved & jnp.any(ruling != 0) & jnp.any(side != 0)
+             & jnp.any(side_axis != 0) & (jnp.abs(side_height) < 1))
+    circle_axis = jnp.select([flat & (dimension == FeatureDim.EDGE), ruled], [axis, side_axis],
+                             jnp.zeros(3, axis.dtype))
     face = flat & (dimension == FeatureDim.FACE)
-    point_like = (core.dimension == FeatureDim.VERTEX) | (core.dimension == FeatureDim.CURVED)
+    point_like = shape.core_point_like(direction, feature_tolerance)
     count = jnp.select([point_like, face], [1, 3], 2).astype(jnp.int32)
-    return _Hold(point_like, curved, flat, ruled, face, line, jnp.where(face, plane, 0),
-                 jnp.where(ruled, ruling, 0), spanning, count)
+    return _Hold(point_like, curved, flat, ruled, face, circle_axis, jnp.where(ruled, side_height, 0),
+                 jnp.where(face, plane, 0), jnp.where(ruled, ruling, 0), spanning, count)
 
 
 def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Simplex) -> Simplex:
@@ -159,9 +168,30 @@ def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Si
     return Simplex(points.direction_a, points.direction_b, points.point_a, points.point_b, weights, mask)
 
 
+def _onto_circle(direction, axis, height):
+    """The point of the circle {u unit : u·axis = height} (`axis` (3,) unit) nearest `direction` (3,)."""
+    across = unit_vector(direction - jnp.dot(direction, axis) * axis)
+    return height * axis + jnp.sqrt(jnp.maximum(1 - height**2, 0)) * across
+
+
+def _circles_meet(axis_a, height_a, axis_b, height_b, normal):
+    """Where the circles {u unit : u·axis = height} of two holds (axes (3,) unit) meet, the one on
+    `normal`'s side of their axes' plane: ((3,) direction, () bool whether they meet at all)."""
+    across = jnp.cross(axis_a, axis_b)
+    sine2 = jnp.dot(across, across)
+    cosine = jnp.dot(axis_a, axis_b)
+    sine2_safe = jnp.where(sine2 > 0, sine2, 1)
+    # u = p k_a + q k_b + r (k_a × k_b) with u·k_a = c_a, u·k_b = c_b and |u| = 1.
+    p = (height_a - cosine * height_b) / sine2_safe
+    q = (height_b - cosine * height_a) / sine2_safe
+    rest = 1 - (p * height_a + q * height_b)
+    r = jnp.sqrt(jnp.maximum(rest, 0) / sine2_safe) * jnp.where(jnp.dot(across, normal) < 0, -1, 1)
+    return p * axis_a + q * axis_b + r * across, (sine2 > 0) & (rest >= 0)
+
+
 def _tangent_basis(normal, edge, one_free):
     """(3, 2) orthonormal tangent directions at `normal`; with `one_free`, the first is ⊥ `edge` and the
-    second is zeroed (the normal must stay ⊥ the edge)."""
+    second is zeroed (the normal must stay on the circle about the edge: its tangent there)."""
     helper = jnp.where(jnp.abs(normal[0]) < 0.6, jnp.array([1, 0, 0], normal.dtype),
                        jnp.array([0, 1, 0], normal.dtype))
     first = unit_vector(jnp.where(one_free, jnp.cross(edge, normal), jnp.cross(normal, helper)))
@@ -179,12 +209,15 @@ def _evaluate(pair: RelativePair, direction, basis):
     return jnp.dot(direction, value), value, curvature, scale
 
 
-def _inverse_hessian(curvature, g, one_free):
-    """H⁻¹ (2, 2) of the Riemannian Hessian H = sym(Tᵀ J T) − g I of g in the tangent basis (with
-    `one_free`, only its first direction), and whether H is negative definite (a maximum)."""
+def _inverse_hessian(curvature, g, one_free, bend=None):
+    """H⁻¹ (2, 2) of the Riemannian Hessian H = sym(Tᵀ J T) − g I of g in the tangent basis, and whether
+    H is negative definite (a maximum). With `one_free`, the normal moves along a circle n·k = c only
+    (the basis's first direction), where the second derivative is t·J·t − `bend`, bend = (n − c k)·w /
+    (1 − c²) (g itself on a great circle, c = 0)."""
     dtype = curvature.dtype
     hessian = (curvature + curvature.T) / 2 - g * jnp.eye(2, dtype=dtype)
-    hessian = jnp.where(one_free, jnp.diag(jnp.array([hessian[0, 0], -1], dtype)), hessian)
+    along = curvature[0, 0] - (g if bend is None else bend)
+    hessian = jnp.where(one_free, jnp.diag(jnp.array([along, -1], dtype)), hessian)
     determinant = hessian[0, 0] * hessian[1, 1] - hessian[0, 1] * hessian[1, 0]
     definite = (hessian[0, 0] < 0) & (determinant > 0)
     adjugate = jnp.array([[hessian[1, 1], -hessian[0, 1]], [-hessian[1, 0], hessian[0, 0]]])
@@ -215,40 +248,44 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     mask = simplex.mask
     a = _hold(pair.shape_a, normal, simplex.points_a, mask, feature_tolerance)
     b_local = _hold(pair.shape_b, -pair.rotation.T @ normal, simplex.points_b, mask, feature_tolerance)
-    b = b_local.rotated(pair.rotation)  # A's frame
-    # The directions the normal may take: a face fixes it; an edge or straight side keeps it
-    # perpendicular, so two of them (skew) fix it to their cross product, one leaves one free direction.
-    has_line_a, has_line_b = jnp.any(a.line != 0), jnp.any(b.line != 0)
-    crossed = unit_vector(jnp.cross(a.line, b.line))
+    b = b_local.rotated(-pair.rotation)  # A's frame, its circle holding n (B is held along −n)
+    # The directions the normal may take: a face fixes it; an edge or side keeps it on a circle
+    # n·k = c, so two of them fix it to where their circles meet, one leaves one free direction.
+    has_circle_a, has_circle_b = jnp.any(a.axis != 0), jnp.any(b.axis != 0)
+    met, circles_meet = _circles_meet(a.axis, a.height, b.axis, b.height, normal)
     on_face = a.face | b.face
-    on_lines = has_line_a & has_line_b
-    on_edge = (has_line_a | has_line_b) & ~on_lines & ~on_face
-    axis = jnp.where(has_line_a, a.line, b.line)
+    on_circles = has_circle_a & has_circle_b
+    on_circle = (has_circle_a | has_circle_b) & ~on_circles & ~on_face
+    axis = jnp.where(has_circle_a, a.axis, b.axis)
+    height = jnp.where(has_circle_a, a.height, b.height)
     plane = jnp.where(a.face, a.plane, b.plane)
     applicable = (active & (a.curved | b.curved) & (a.point_like | a.flat | a.ruled)
                   & (b.point_like | b.flat | b.ruled) & ~(a.face & b.face)
-                  & ~(on_lines & ~on_face & jnp.all(crossed == 0)))
-    fixed = jnp.select([on_face, on_lines], [plane, crossed], jnp.zeros(3, dtype))
-    start = jnp.select([on_face | on_lines, on_edge],
-                       [fixed * jnp.where(jnp.dot(fixed, normal) < 0, -1, 1),
-                        unit_vector(normal - jnp.dot(normal, axis) * axis)], normal)
+                  & ~(on_circles & ~on_face & ~circles_meet))
+    start = jnp.select([on_face, on_circles, on_circle],
+                       [plane * jnp.where(jnp.dot(plane, normal) < 0, -1, 1), met,
+                        _onto_circle(normal, axis, height)], normal)
     start = jnp.where(jnp.any(start != 0), start, normal)
-    no_free_direction = on_face | on_lines
+    no_free_direction = on_face | on_circles
 
     def evaluate(direction):
-        return _evaluate(pair, direction, _tangent_basis(direction, axis, on_edge))
+        return _evaluate(pair, direction, _tangent_basis(direction, axis, on_circle))
 
-    def inverse_hessian(direction, curvature, g):
-        basis = _tangent_basis(direction, axis, on_edge)
-        return (basis,) + _inverse_hessian(curvature, g, on_edge)
+    def inverse_hessian(direction, value, curvature, g):
+        """Tangent basis T (3, 2), H⁻¹ (2, 2) in it, and whether H is negative definite (a maximum)."""
+        radial = direction - height * axis  # from the circle's centre, length² 1 − c²
+        bend = jnp.dot(radial, value) / jnp.where(on_circle, 1 - height**2, 1)
+        return ((_tangent_basis(direction, axis, on_circle),)
+                + _inverse_hessian(curvature, g, on_circle, bend))
 
     def newton_step(direction, value, curvature, g):
         # Maximising: the step is −H⁻¹ grad, valid where H is negative definite.
-        basis, inverse, definite = inverse_hessian(direction, curvature, g)
+        basis, inverse, definite = inverse_hessian(direction, value, curvature, g)
         step = -(inverse @ (basis.T @ value))
         length = jnp.linalg.norm(step)
         step = step * jnp.minimum(1, MAX_STEP / jnp.where(length > 0, length, 1))
         moved = unit_vector(direction + basis @ step)
+        moved = jnp.where(on_circle, _onto_circle(moved, axis, height), moved)
         return jnp.where(definite & ~no_free_direction & jnp.any(moved != 0), moved, direction)
 
     g0, value0, curvature0, _ = evaluate(normal)
@@ -257,17 +294,17 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
         best, g_best, value_best, curvature_best, proposal = carry
         g, value, curvature, scale = evaluate(proposal)
         # Rounding of g is ~eps·scale: a later, converged step is kept even when it ties.
-        accept = g >= g_best - 16 * epsilon(dtype) * scale
+        accept = g >= g_best - REFINE_ACCEPT_ROUNDINGS * epsilon(dtype) * scale
         best, g_best, value_best, curvature_best = jax.tree_util.tree_map(
             lambda new, old: jnp.where(accept, new, old), (proposal, g, value, curvature),
             (best, g_best, value_best, curvature_best))
         return best, g_best, value_best, curvature_best, newton_step(best, value_best, curvature_best,
                                                                     g_best)
 
-    best, g_best, _, curvature_best, _ = jax.lax.fori_loop(0, NEWTON_STEPS + 1, body,
+    best, g_best, value_best, curvature_best, _ = jax.lax.fori_loop(0, NEWTON_STEPS + 1, body,
                                                           (normal, g0, value0, curvature0, start))
     accepted = applicable & jnp.any(best != normal)
-    basis, inverse, definite = inverse_hessian(best, curvature_best, g_best)
+    basis, inverse, definite = inverse_hessian(best, value_best, curvature_best, g_best)
     smooth = accepted & a.point_like & b.point_like & definite
     response = jnp.where(smooth, basis @ inverse @ basis.T, 0)
 

@@ -32,7 +32,9 @@ class Shape(abc.ABC):
     2. Say what is special about it, where it is: `margin` (a ball radius sweeping the core),
        `may_curve` (False for a polyhedral core: spares it the normal refinement), `core_feature`
        and `core_ruling` (flat and straight parts, for the feature reports and the refinement),
-       `core_support_near` (vertex ties), `center` (when the origin is not inside the core).
+       `core_support_near` (vertex ties), `core_side_normals` and `core_point_like` (how the
+       refinement follows a straight side, or a composite's one smooth point), `center` (when the
+       origin is not inside the core).
     3. Optional, each in one place: a row of `_packed.KIND_FIELDS` to mix it into `pack` batches; an
        exact rule in `_bounds` (otherwise `aabb` takes six support calls); a specialised solver in
        `_colliders` (otherwise GJK/EPA run on it); a case in `_demo.random_shape` for the main job.
@@ -89,11 +91,26 @@ class Shape(abc.ABC):
         """The feature of the core exposed by `direction`; NONE unless a shape says more."""
         return feature_without_vertices(FeatureDim.NONE)
 
+    def core_point_like(self, direction, relative_tolerance: float):
+        """() bool: `direction` (3,) exposes one point of the core, where its support point moves
+        smoothly with the direction (a vertex or a curved point; what `_refine` needs of a shape that
+        holds the contact by a point). From `core_feature`; composites, whose features are NONE, say
+        it from their parts'."""
+        dimension = self.core_feature(direction, relative_tolerance).dimension
+        return (dimension == FeatureDim.VERTEX) | (dimension == FeatureDim.CURVED)
+
     def core_ruling(self, direction, relative_tolerance: float):
         """Where `direction` exposes a straight segment of a curved core (a cylinder's side): a turn
         (3,) that, added to `direction` or taken from it, moves the support to the segment's two ends
         without moving it across the curved direction. Zero elsewhere (and for shapes without one)."""
         return jnp.zeros(3, self.dtype())
+
+    def core_side_normals(self):
+        """Where the straight sides of a curved core face: (axis (3,), height ()) such that the unit
+        directions exposing a side are those u with ``u · axis = height`` (a circle of directions: a
+        cylinder's sides face across its axis, height 0; a cone's slants at a fixed angle to it). A zero
+        axis for shapes without straight sides."""
+        return jnp.zeros(3, self.dtype()), jnp.zeros((), self.dtype())
 
     def center(self):
         """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
@@ -247,6 +264,9 @@ class Cylinder(Shape):
         side = self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE
         return jnp.where(side, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
 
+    def core_side_normals(self):
+        return jnp.array([0, 0, 1], self.dtype()), jnp.zeros((), self.dtype())
+
     def reach(self):
         return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_length**2, self.dtype()))
 
@@ -280,6 +300,18 @@ class Cone(Shape):
             [(sideways <= relative_tolerance) & (direction[2] < 0),
              jnp.abs(apex_height - rim_height) <= tolerance, apex_height > rim_height],
             [FeatureDim.FACE, FeatureDim.EDGE, FeatureDim.VERTEX], FeatureDim.CURVED))
+
+    def core_ruling(self, direction, relative_tolerance):
+        # A slant from the apex to the rim point facing the direction: more +z exposes the apex, less
+        # the rim point, and the rim point follows the direction's xy alone.
+        slant = self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE
+        return jnp.where(slant, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
+
+    def core_side_normals(self):
+        # The slant's outward normal is (2h cos φ, 2h sin φ, r) / √(4h² + r²).
+        radius, half = jnp.asarray(self.radius, self.dtype()), jnp.asarray(self.half_height, self.dtype())
+        length = jnp.sqrt(radius**2 + 4 * half**2)
+        return jnp.array([0, 0, 1], self.dtype()), radius / jnp.where(length > 0, length, 1)
 
     def center(self):
         return jnp.zeros(3, self.dtype()).at[2].set(-self.half_height / 2)
@@ -409,6 +441,33 @@ class Affine(Shape):
         # An invertible map sends the face exposed by Lᵀd to the face exposed by d.
         return self.shape.feature(unit_vector(self.linear.T @ direction), relative_tolerance)
 
+    def polyhedral_core(self):
+        return self.shape.polyhedral_core() & (self.shape.margin() == 0)
+
+    def core_point_like(self, direction, relative_tolerance):
+        # The image of the whole shape: its margin rounds every point.
+        inner = self.shape.core_point_like(unit_vector(self.linear.T @ direction), relative_tolerance)
+        return inner | (self.shape.margin() > 0)
+
+    def core_ruling(self, direction, relative_tolerance):
+        # The shape's turn r at Lᵀd, brought to d's side: Lᵀ(d ± t) = Lᵀd ± r.
+        inner = self.shape.core_ruling(self.linear.T @ direction, relative_tolerance)
+        invertible = jnp.linalg.det(self.linear) != 0
+        linear_safe = jnp.where(invertible, self.linear, jnp.eye(3, dtype=self.linear.dtype))  # no NaN
+        return jnp.where(invertible, jnp.linalg.solve(linear_safe.T, inner), 0)
+
+    def core_side_normals(self):
+        # u·k = c|u| with u = Lᵀn: for c = 0 it is n·(L k) = 0, a great circle again; for a similarity
+        # (LᵀL = s²I) it is unit(n)·unit(L k) = c. Otherwise (a cone under a shear or an unequal
+        # scaling) a cone of directions that is no circle, which `_refine` does not follow.
+        axis, height = self.shape.core_side_normals()
+        gram = self.linear.T @ self.linear
+        scale = jnp.trace(gram) / 3
+        similar = (jnp.max(jnp.abs(gram - scale * jnp.eye(3, dtype=gram.dtype)))
+                   <= 16 * epsilon(gram.dtype) * scale)
+        circle = (height == 0) | similar
+        return jnp.where(circle, unit_vector(self.linear @ axis), 0), jnp.where(circle, height, 0)
+
     def center(self):
         return self.linear @ self.shape.center() + self.offset
 
@@ -438,6 +497,13 @@ class MinkowskiSum(Shape):
 
     def may_curve(self):
         return self.a.may_curve() or self.b.may_curve()
+
+    def polyhedral_core(self):
+        return self.a.polyhedral_core() & self.b.polyhedral_core()
+
+    def core_point_like(self, direction, relative_tolerance):
+        return (self.a.core_point_like(direction, relative_tolerance)
+                & self.b.core_point_like(direction, relative_tolerance))
 
     def margin(self):
         return self.a.margin() + self.b.margin()
@@ -475,6 +541,12 @@ class Rounded(Shape):
     def core_ruling(self, direction, relative_tolerance):
         return self.shape.core_ruling(direction, relative_tolerance)
 
+    def core_side_normals(self):
+        return self.shape.core_side_normals()
+
+    def core_point_like(self, direction, relative_tolerance):
+        return self.shape.core_point_like(direction, relative_tolerance)
+
     def may_curve(self):
         return self.shape.may_curve()
 
@@ -504,6 +576,16 @@ class ConvexHull(Shape):
     def core_support(self, direction):
         points = jnp.stack([shape.support(direction) for shape in self.shapes])
         return points[jnp.argmax(points @ direction)]
+
+    def core_point_like(self, direction, relative_tolerance):
+        # One member's point, clear of the others' support planes (a tie is a flat patch between them).
+        points = jnp.stack([shape.support(direction) for shape in self.shapes])
+        values = points @ direction
+        winner = jnp.argmax(values)
+        clear = jnp.sum(values >= values[winner] - relative_tolerance * self.reach()) == 1
+        dimensions = jnp.stack([shape.feature(direction, relative_tolerance).dimension
+                                for shape in self.shapes])
+        return clear & ((dimensions[winner] == FeatureDim.VERTEX) | (dimensions[winner] == FeatureDim.CURVED))
 
     def center(self):
         return jnp.mean(jnp.stack([shape.center() for shape in self.shapes]), axis=0)

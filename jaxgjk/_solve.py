@@ -237,8 +237,12 @@ def refined_contact(config: Config, mode: QueryMode, prepared: Prepared, contact
                         prepared.is_valid & contact.refinable)
     accepted = refinement.accepted
     point_a, point_b = simplex_witnesses(refinement.simplex)
+    # Where the loops found the cores overlapping, a refined g above 0 is a touching contact that GJK
+    # resolved the other way (float32 rounding); `distance` and `intersect`, which do not refine an
+    # overlap, report it as touching, and so does this.
+    signed = jnp.where(contact.distance <= 0, jnp.minimum(refinement.signed, 0), refinement.signed)
     refined = Contact(
-        distance=jnp.where(accepted, refinement.signed, contact.distance),
+        distance=jnp.where(accepted, signed, contact.distance),
         normal=refinement.normal,
         simplex=refinement.simplex,
         point_a=jnp.where(accepted, point_a, contact.point_a),

@@ -69,11 +69,16 @@ EPA_COPLANAR_ROUNDINGS = 16
 EPA_CONSISTENCY_ROUNDINGS = 16
 # EPA's gap within this many roundings of D's size: converged on a flat face (no curved gap left).
 EPA_FLAT_GAP_ROUNDINGS = 8
+# A refined normal is kept while g, a certified bound, drops by no more than this many roundings of the
+# pair's size (a later, converged Newton step that ties is still taken).
+REFINE_ACCEPT_ROUNDINGS = 16
 
 # Fixed capacities of the loops' arrays.
 EPA_FIRST_STEPS = 24  # EPA steps on small arrays before a batch that needs more moves to the full size
 EPA_MAX_HORIZON = 32  # horizon edges one EPA step can join to its new vertex (more: the step is refused)
 EPA_FOLD_RINGS = 2  # rings of neighbours searched for faces that a new EPA vertex would fold over
+NEWTON_STEPS = 2  # refinement steps: from the loops' ~√tol the error squares, 1e-6 → 1e-12 → rounding
+MAX_STEP = 0.25  # radians; a refinement step further than this is cut to it (a trust region)
 
 
 def touching_resolution(scale):
