@@ -30,7 +30,7 @@ from ._minkowski import RelativePair, SupportPoint
 from ._result import Simplex, Status
 from ._simplex import face_weights
 from ._tolerance import epsilon, power_of_two_scale
-from ._vector import dot, largest_abs, perpendicular, unit_vector
+from ._vector import dot, first_argmin, largest_abs, perpendicular, unit_vector
 
 RUNNING = -1
 _FIRST_STEPS = 24  # steps on small arrays before the full capacity (see `epa`)
@@ -165,7 +165,7 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
 
 
 def _nearest_face(state: EPAState):
-    return jnp.argmin(jnp.where(state.valid, state.distances, jnp.inf)).astype(jnp.int32)
+    return first_argmin(jnp.where(state.valid, state.distances, jnp.inf))
 
 
 def _connected_patch(below, adjacency, nearest):

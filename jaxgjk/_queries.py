@@ -15,7 +15,7 @@ from ._pose import Pose
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape, check_array
 from ._solve import solve
-from ._tangent import differentiable_query
+from ._tangent import differentiable_query, differentiable_signed_rows
 
 
 def _check_inputs(shape_a, pose_a, shape_b, pose_b) -> None:
@@ -60,6 +60,23 @@ def signed_distance(a, pose_a, b, pose_b, *, config: Config | None = None,
     """
     _check_inputs(a, pose_a, b, pose_b)
     return differentiable_query(config or Config(), QueryMode.SIGNED, a, pose_a, b, pose_b, warm_start, None)
+
+
+def signed_distance_rows(shapes_a, poses_a, shapes_b, poses_b, *, config: Config | None = None,
+                         epa_capacity: int = 8) -> DistanceResult:
+    """`signed_distance` of T pairs at once: shapes and poses with a leading axis T on every leaf (one
+    shape kind per side), the same results and derivatives as ``jax.vmap(signed_distance)``.
+
+    EPA runs on the overlapping pairs only, gathered `epa_capacity` at a time, instead of on every lane
+    of the batch (under `vmap` a loop runs for all lanes while any needs it). Pays where few pairs of a
+    batch overlap: a robot's self and obstacle pairs at one configuration. Under an outer `vmap` (over
+    configurations, say) each member gathers its own overlapping pairs.
+
+    Returns:
+        `DistanceResult` with leading axis T.
+    """
+    jax.eval_shape(jax.vmap(_check_inputs), shapes_a, poses_a, shapes_b, poses_b)
+    return differentiable_signed_rows(config or Config(), epa_capacity, shapes_a, poses_a, shapes_b, poses_b)
 
 
 def intersect(a, pose_a, b, pose_b, *, config: Config | None = None):

@@ -17,7 +17,7 @@ import numpy as np
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
 from ._tolerance import float_dtype
-from ._vector import unit_vector
+from ._vector import dot, first_argmax, first_argmin, unit_vector
 
 
 def check_array(name: str, value, shape: tuple, *, floating: bool = True) -> None:
@@ -132,7 +132,8 @@ def nearest_tied_vertex(vertices, scores, direction, hint):
     products with `direction` (3,); -inf for padding) are the largest to a few roundings."""
     rounding = 16 * jnp.finfo(scores.dtype).eps * jnp.linalg.norm(direction) * jnp.max(jnp.abs(vertices))
     tied = scores >= jnp.max(scores) - rounding
-    return vertices[jnp.argmin(jnp.where(tied, jnp.sum((vertices - hint) ** 2, axis=-1), jnp.inf))]
+    offsets = vertices - hint
+    return vertices[first_argmin(jnp.where(tied, dot(offsets, offsets), jnp.inf))]
 
 
 def float_leaves(tree) -> list:
@@ -366,7 +367,7 @@ class Polytope(Shape):
         return convex_hull(vertices)
 
     def _scores(self, direction):
-        scores = self.vertices @ direction
+        scores = dot(self.vertices, direction)
         if self.mask is None:
             return scores
         return jnp.where(self.mask, scores, -jnp.inf)
@@ -375,7 +376,7 @@ class Polytope(Shape):
         return False
 
     def core_support(self, direction):
-        return self.vertices[jnp.argmax(self._scores(direction))].astype(direction.dtype)
+        return self.vertices[first_argmax(self._scores(direction))].astype(direction.dtype)
 
     def core_support_near(self, direction, hint):
         vertex = nearest_tied_vertex(self.vertices, self._scores(direction), direction, hint)
