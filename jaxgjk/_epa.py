@@ -253,7 +253,8 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
         [state.vertices.point[start], state.vertices.point[end],
          jnp.broadcast_to(w.point, (max_horizon, 3))], axis=1))
     # The unseen neighbour's edge that pointed at the removed face now points at the new face.
-    neighbour_edge = jnp.argmax(state.adjacency[neighbour] == seen_face[:, None], axis=-1)
+    points_back = state.adjacency[neighbour] == seen_face[:, None]
+    neighbour_edge = jnp.where(points_back[:, 0], 0, jnp.where(points_back[:, 1], 1, 2))
 
     def commit(accept) -> EPAState:
         rows = jnp.where(accept, slot, num_faces)
