@@ -7,7 +7,9 @@
 4. `world_result`: the margins, the world frame, the final status, the closest features, and the
    documented placeholders for invalid input.
 
-`solve` runs them in order; the tangent rule (`_tangent`) differentiates the final contact's simplex.
+`solve` runs them in order (`core_contact` is stage 2 before EPA, `finished` stages 3 and 4);
+`solve_signed_rows` runs them on rows of pairs with EPA gathered onto the overlapping ones. The tangent
+rule (`_tangent`) differentiates the final contact's simplex.
 """
 
 from __future__ import annotations
