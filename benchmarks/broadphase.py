@@ -12,7 +12,7 @@
    collision pipeline (`mj_kinematics` + `mj_collision`, geoms with margin 0.1, the same pairs through
    contype/conaffinity and excludes) in a Python loop over the environments.
 
-    PYTHONPATH=. python benchmarks/broadphase.py [--objects 10000] [--environments 4096] [--repeats 3]
+    python -m benchmarks.broadphase [--objects 10000] [--environments 4096] [--repeats 3]
         [--grouped] [--out benchmarks/results/broadphase.md]
 """
 
@@ -392,7 +392,7 @@ def main():
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)  # for the float64 check; the scenes are float32
     rng = np.random.default_rng(args.seed)
-    command = (f"PYTHONPATH=. python benchmarks/broadphase.py --objects {args.objects} --environments "
+    command = (f"python -m benchmarks.broadphase --objects {args.objects} --environments "
                f"{args.environments} --dense-sample {args.dense_sample} --repeats {args.repeats}"
                + " --grouped" * args.grouped)
     lines = [f"# Scenes and broadphase\n\nCommand: `{command}`\n\nDevice: {jax.devices()[0].device_kind}, "

@@ -6,7 +6,8 @@ is fed exactly the same arrays, so results can be compared pair by pair.
 Kinds (``A-B``):  ``"box-box"``, ``"capsule-box"``, ``"sphere-box"``,
 ``"ellipsoid-ellipsoid"``, ``"cylinder-box"``, ``"polytope-polytope"`` (with ``n_vertices`` in
 ``POLYTOPE_VERTEX_COUNTS`` = 8/32/128/512), ``"sphere-sphere"``, ``"sphere-capsule"``,
-``"capsule-capsule"`` and ``"box-halfspace"``.
+``"capsule-capsule"``, ``"box-halfspace"``, ``"sphere-cylinder"``, ``"sphere-ellipsoid"``,
+``"capsule-cylinder"`` and ``"capsule-ellipsoid"``.
 
 Shape parameters (all lengths in the same arbitrary unit, float64, local frame of the shape):
 
@@ -73,6 +74,10 @@ KINDS = (  # new kinds go at the end: the RNG seed of a case includes the kind's
     "sphere-capsule",
     "capsule-capsule",
     "box-halfspace",
+    "sphere-cylinder",
+    "sphere-ellipsoid",
+    "capsule-cylinder",
+    "capsule-ellipsoid",
 )
 POLYTOPE_VERTEX_COUNTS = (8, 32, 128, 512)
 SHAPE_PARAMS = {

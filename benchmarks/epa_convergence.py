@@ -6,7 +6,7 @@ Config in float32 and float64. The reference is jaxgjk float64 with a 1e-12 EPA 
 same inputs (an accuracy study of the defaults, not an independent check: tests/ hold those). Only the
 pairs the reference finds penetrating are counted. Throughput is the best of `--repeats` timed calls.
 
-    PYTHONPATH=. python benchmarks/epa_convergence.py [--pairs 300] [--kinds ell-ell,box-box,...]
+    python -m benchmarks.epa_convergence [--pairs 300] [--kinds ell-ell,box-box,...]
 """
 
 from __future__ import annotations

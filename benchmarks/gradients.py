@@ -36,9 +36,9 @@ for `signed_distance`. The issue's target: value_and_grad ≤ 1.5 × the query.
 Writes `results/<tag>.md` (the tables, also printed) and `results/<tag>.json` (the numbers); the inputs
 of any bad pose go to `results/raw/<tag>/<pair>_<query>_nonfinite.npz` (gitignored).
 
-    python benchmarks/gradients.py                        # full size
-    python benchmarks/gradients.py --poses 2000 --batch 512 --repeats 3 --tag gradients-quick
-    python benchmarks/gradients.py --skip-cost --pairs box-box,cone-polytope
+    python -m benchmarks.gradients                        # full size
+    python -m benchmarks.gradients --poses 2000 --batch 512 --repeats 3 --tag gradients-quick
+    python -m benchmarks.gradients --skip-cost --pairs box-box,cone-polytope
 """
 
 from __future__ import annotations
@@ -51,14 +51,16 @@ import shlex
 import sys
 import time
 
-import cases as C  # sibling modules (cases, hill_climb, run): run as python benchmarks/gradients.py
 import jax
 import jax.numpy as jnp
 import numpy as np
-import run as R
-from hill_climb import best_times
 
 import jaxgjk as jg
+
+from . import cases as C
+from . import report
+from . import run as R
+from .hill_climb import best_times
 
 KINDS = ("sphere", "capsule", "box", "cylinder", "cone", "ellipsoid", "polytope")
 PAIRS = [f"{a}-{b}" for i, a in enumerate(KINDS) for b in KINDS[i:]]
@@ -484,7 +486,7 @@ def main(argv=None):
             parser.error(f"unknown pair {name!r}; choose from {PAIRS}")
 
     start, load_start = time.perf_counter(), os.getloadavg()[0]
-    source_id = R.jaxgjk_source_id()  # the sources as imported now (they may change on disk during the run)
+    source_id = report.jaxgjk_source_id()  # the sources as imported now (they may change during the run)
 
     def log(message):
         print(f"[{time.perf_counter() - start:7.1f}s] {message}", flush=True)
@@ -501,10 +503,10 @@ def main(argv=None):
         for spec in specs:
             cost_rows += cost_spec(spec, args.batch, args.repeats, args.seed, log)
     meta = dict(tag=args.tag, date=datetime.datetime.now().isoformat(timespec="seconds"),
-                command="python benchmarks/gradients.py " + " ".join(
+                command="python -m benchmarks.gradients " + " ".join(
                     shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
                 total_s=time.perf_counter() - start, device=str(jax.devices()[0]),
-                cpu_model=R.cpu_model(), cpu_count=os.cpu_count(),
+                cpu_model=report.cpu_model(), cpu_count=os.cpu_count(),
                 load_start=load_start, load_end=os.getloadavg()[0], jaxgjk_source=source_id,
                 chunk=args.chunk, repeats=args.repeats)
     text = markdown(meta, sweep_rows, cost_rows)
@@ -513,7 +515,7 @@ def main(argv=None):
     with open(os.path.join(args.out, f"{args.tag}.md"), "w") as file:
         file.write(text)
     with open(os.path.join(args.out, f"{args.tag}.json"), "w") as file:
-        json.dump(R._jsonable(dict(meta=meta, sweep=sweep_rows, cost=cost_rows)), file, indent=1)
+        json.dump(report.jsonable(dict(meta=meta, sweep=sweep_rows, cost=cost_rows)), file, indent=1)
     bad = sum(r[q]["bad_poses"] for r in sweep_rows for q in QUERIES)
     log(f"wrote {args.out}/{args.tag}.md and .json; {bad} poses with a non-finite gradient or value")
     return 1 if bad else 0

@@ -6,7 +6,7 @@ support call evaluates all kinds, and each vmapped while_loop runs until its slo
 `grouped` is the same call with ``group_by_kind=True`` (a compile per kind pair and group-size bucket).
 Compile time is the first call minus a steady-state call; throughput is the best of `--repeats` calls.
 
-    PYTHONPATH=. python benchmarks/grouping.py [--pairs 16384,65536] [--queries distance,signed_distance]
+    python -m benchmarks.grouping [--pairs 16384,65536] [--queries distance,signed_distance]
         [--kinds sphere,capsule,box]
 """
 
@@ -76,7 +76,7 @@ def main():
         "| grouped compile s |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |", *rows])
     header = (f"# Packed vs grouped by kind\n\nDevice: {jax.devices()[0].device_kind}; load average at "
-              f"end {os.getloadavg()[0]:.1f}. Command: `PYTHONPATH=. python benchmarks/grouping.py "
+              f"end {os.getloadavg()[0]:.1f}. Command: `python -m benchmarks.grouping "
               f"--pairs {args.pairs} --queries {args.queries} --dtype {args.dtype} --kinds {args.kinds} "
               f"--out {os.path.relpath(args.out)}`.\n\n")
     with open(args.out, "w") as handle:

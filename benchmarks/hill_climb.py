@@ -4,7 +4,7 @@ For each vertex count N, a polytope of N random points on the unit sphere (all o
 a batch of random directions; times the jitted, vmapped `core_support` of each (compile excluded, best of
 `--repeats` interleaved runs after a warm-up) and reports the walk's moves. Writes a Markdown table.
 
-    PYTHONPATH=. python benchmarks/hill_climb.py [--directions 10000] [--x64] [--out FILE]
+    python -m benchmarks.hill_climb [--directions 10000] [--x64] [--out FILE]
 """
 
 from __future__ import annotations

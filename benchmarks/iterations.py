@@ -4,7 +4,7 @@ Under `vmap` the slowest lane sets the cost of a batch, so the p99 and max matte
 Pairs are the main job's (`python -m jaxgjk`: sizes 0.2–1, centres 0–2.5 apart, random orientations,
 16-vertex polytopes), `--pairs` in all, grouped by unordered kind pair after one packed jit(vmap(query)).
 
-    PYTHONPATH=. python benchmarks/iterations.py [--pairs 50000] [--dtype float32]
+    python -m benchmarks.iterations [--pairs 50000] [--dtype float32]
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def main():
         "| --- | ---: | --- | --- | ---: | ---: |", *rows])
     header = (f"# Iterations per pair of kinds\n\n{args.pairs} random pairs of the seven kinds "
               f"(~{args.pairs // 25} per kind pair), {args.dtype}, default Config. Command: "
-              f"`PYTHONPATH=. python benchmarks/iterations.py --pairs {args.pairs} "
+              f"`python -m benchmarks.iterations --pairs {args.pairs} "
               f"--dtype {args.dtype}`.\n\n")
     with open(args.out, "w") as handle:
         handle.write(header + table + "\n")

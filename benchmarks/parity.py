@@ -59,19 +59,16 @@ import time
 
 import numpy as np
 
+from . import cases as C
+from . import peers as P
+from . import report
+from . import run as R
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if __package__:
-    from . import cases as C
-    from . import peers as P
-    from . import run as R
-else:  # run as a script (also the cold-compile child): measure this checkout's jaxgjk
-    sys.path[:0] = [os.path.dirname(_HERE), _HERE]
-    import cases as C
-    import peers as P
-    import run as R
 
 SCENARIOS = ("sphere-sphere", "sphere-capsule", "capsule-capsule", "sphere-box", "capsule-box",
-             "box-box", "box-halfspace", "cylinder-box", "ellipsoid-ellipsoid",
+             "box-box", "box-halfspace", "sphere-cylinder", "sphere-ellipsoid", "cylinder-box",
+             "ellipsoid-ellipsoid",
              "polytope-polytope/8", "polytope-polytope/32", "polytope-polytope/128",
              "polytope-polytope/512")
 QUERIES = ("distance", "signed_distance", "intersect")
@@ -154,9 +151,10 @@ def cold_compile(kind: str, nv: int | None, kernel: str, args) -> dict:
     env = dict(os.environ, JAX_ENABLE_COMPILATION_CACHE="false")
     t0 = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--cold-child",
+        # From this checkout's root, so that the child measures this checkout's jaxgjk.
+        done = subprocess.run([sys.executable, "-m", "benchmarks.parity", "--cold-child",
                                json.dumps(spec)], capture_output=True, text=True, env=env,
-                              timeout=args.cold_timeout)
+                              cwd=os.path.dirname(_HERE), timeout=args.cold_timeout)
     except subprocess.TimeoutExpired:
         return dict(error=f"timed out after {args.cold_timeout} s")
     wall = time.perf_counter() - t0
@@ -419,11 +417,11 @@ def environment() -> dict:
     import mujoco
 
     opt = P.build_mj_model(C.make_case("sphere-sphere", 1, False, 0)).opt
-    return dict(cpu_model=R.cpu_model(), cpu_count=os.cpu_count(),
+    return dict(cpu_model=report.cpu_model(), cpu_count=os.cpu_count(),
                 cpus_usable=len(os.sched_getaffinity(0)), mem_gib=mem_gib,
                 platform=platform.platform(), python=sys.version.split()[0], gcc=gcc,
                 versions=versions, jax_device=str(jax.devices()[0]), jaxgjk_version=jg.__version__,
-                jaxgjk_source=R.jaxgjk_source_id(), xla_flags=os.environ.get("XLA_FLAGS", ""),
+                jaxgjk_source=report.jaxgjk_source_id(), xla_flags=os.environ.get("XLA_FLAGS", ""),
                 jaxgjk_git=git_state(os.path.dirname(jg.__file__)),
                 mujoco_ccd=dict(tolerance=float(opt.ccd_tolerance), iterations=int(opt.ccd_iterations),
                                 nativeccd="off" if opt.disableflags & mujoco.mjtDisableBit.mjDSBL_NATIVECCD
@@ -486,7 +484,7 @@ def save_store(store: dict, prefix: str) -> None:
         r["run"] = renumber[r["run"]]
     store["runs"] = [store["runs"][i] for i in used]
     with open(prefix + ".json", "w") as f:
-        json.dump(R._jsonable(store), f, indent=1)
+        json.dump(report.jsonable(store), f, indent=1)
     with open(prefix + ".md", "w") as f:
         f.write(markdown(store))
 
@@ -497,7 +495,7 @@ def _ordered(scenarios: dict) -> list[dict]:
 
 
 def _rate(x) -> str:
-    return R._fmt_rate(x) if x is not None else "–"
+    return report.fmt_rate(x) if x is not None else "–"
 
 
 def _ratio(x) -> str:
@@ -659,12 +657,12 @@ def markdown(store: dict) -> str:
                       + c.get("flag_errors", 0) for c in row["checks"].values())
             it = sd.get("iterations")
             arb = sd.get("arbiter")
-            w(f"| {e['scenario']} {key} | {row['collider']} | {R._fmt_dev(sd.get('vs_mujoco'))} | "
-              f"{R._fmt_dev(sd.get('vs_ref'))} | {R._fmt_dev(row.get('mujoco_vs_ref'))} | "
-              + (f"{R._fmt_dev(arb['jaxgjk_err'])} / {R._fmt_dev(arb['mujoco_err'])} | " if arb
+            w(f"| {e['scenario']} {key} | {row['collider']} | {report.fmt_dev(sd.get('vs_mujoco'))} | "
+              f"{report.fmt_dev(sd.get('vs_ref'))} | {report.fmt_dev(row.get('mujoco_vs_ref'))} | "
+              + (f"{report.fmt_dev(arb['jaxgjk_err'])} / {report.fmt_dev(arb['mujoco_err'])} | " if arb
                  else "– | ") +
-              f"{R._fmt_dev(di.get('vs_mujoco'))} | {R._fmt_dev(sd.get('witness_vs_mujoco'))} | "
-              f"{R._fmt_dev(max(spreads)) if spreads else '–'} | "
+              f"{report.fmt_dev(di.get('vs_mujoco'))} | {report.fmt_dev(sd.get('witness_vs_mujoco'))} | "
+              f"{report.fmt_dev(max(spreads)) if spreads else '–'} | "
               + (", ".join(f"{k}:{v}" for k, v in sd.get("status_counts", {}).items()) or "–")
               + f" | {'/'.join(f'{it[k]:.0f}' for k in ('p50', 'p99', 'max')) if it else '–'} | "
               f"{bad if row['checks'] else '–'} |")

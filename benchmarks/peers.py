@@ -47,15 +47,15 @@ Peers (each imported lazily; ``available_peers()`` lists those that import):
 * ``coal`` -- Coal (ex hpp-fcl) ``coal.distance`` / ``coal.collide`` per pair in a Python loop
   (single thread), float64 GJK/EPA (analytic for some primitive pairs).
 
-Self-check: ``python benchmarks/peers.py --selfcheck [--n 2000]`` prints per-kind throughput
+Self-check: ``python -m benchmarks.peers --selfcheck [--n 2000]`` prints per-kind throughput
 (pairs/s) of every available peer and the max abs disagreement with a reference (float64
 closed form where ``cases.reference_signed_distance`` has one, else the per-pair median of the
 peers), and checks that ``mujoco_native`` returns the Python loop's distances exactly (exit
 status 1 if not).  Kinds a peer lacks (half-spaces outside MuJoCo C) are reported as skipped.
 Run it in the peers' venv, kept apart from jaxgjk's own so peer pins cannot break it:
 
-    python3 -m venv /work/venv-bench
-    /work/venv-bench/bin/pip install jax==0.10.2 jaxlib==0.10.2 numpy scipy \
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install jax==0.10.2 jaxlib==0.10.2 numpy scipy \
         mujoco==4.0.0 mujoco-mjx==3.17.0 mujoco-warp==4.0.0 coal==3.0.3
 
 (mujoco-mjx 3.17.0 does not pin jax, so all four peers share one venv; warp-lang 1.19.0 comes
@@ -78,11 +78,7 @@ import time
 
 import numpy as np
 
-if __package__:
-    from . import cases as C
-else:  # run as a script: python benchmarks/peers.py
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import cases as C
+from . import cases as C
 
 QUERIES = ("distance", "signed_distance", "intersect")
 DISTMAX = 10.0  # MuJoCo distmax: larger than any separation the generator produces
@@ -225,7 +221,8 @@ def _mujoco_overhead(n: int = 20000) -> float:
 
 _MJ_ANALYTIC = {"sphere-sphere": "mjc_SphereSphere", "sphere-capsule": "mjc_SphereCapsule",
                 "capsule-capsule": "mjc_CapsuleCapsule", "sphere-box": "mjc_SphereBox",
-                "capsule-box": "mjc_CapsuleBox", "box-halfspace": "mjc_PlaneBox"}
+                "capsule-box": "mjc_CapsuleBox", "box-halfspace": "mjc_PlaneBox",
+                "sphere-cylinder": "mjc_SphereCylinder"}
 
 
 def mujoco_collider(case: C.Case) -> str:

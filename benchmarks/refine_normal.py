@@ -7,7 +7,7 @@ float64 with refinement and tight loops (GJK gap 1e-14, EPA gap 1e-12, 400 EPA s
 of the defaults, not an independent check (tests/test_refine.py holds one). Throughput: float32, best of
 `--repeats` timed calls of `distance` and `signed_distance`.
 
-    PYTHONPATH=. python benchmarks/refine_normal.py [--pairs 2000] [--out benchmarks/results/refine_normal.md]
+    python -m benchmarks.refine_normal [--pairs 2000] [--out benchmarks/results/refine_normal.md]
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from epa_convergence import cast, random_batch
 
 import jaxgjk as jg
+
+from .epa_convergence import cast, random_batch
 
 jax.config.update("jax_enable_x64", True)
 

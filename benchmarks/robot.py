@@ -10,7 +10,7 @@ At 64 configurations it also measures the two alternatives behind `jaxgjk.robot`
 batch for every pair (instead of one vmapped query per pair of shape classes), and the hill-climbing
 support for every hull (`climbing_above=0`).
 
-    PYTHONPATH=. python benchmarks/robot.py [--sizes 1,64,4096] [--repeats 3]
+    python -m benchmarks.robot [--sizes 1,64,4096] [--repeats 3]
                                             [--out benchmarks/results/robot.md]
 """
 
@@ -184,7 +184,7 @@ def main(argv=None):
 
 
 def write(args, robot, num_pairs, load_seconds, rows, checks, variants, load_start, load_end):
-    command = "PYTHONPATH=. python benchmarks/robot.py" + "".join(
+    command = "python -m benchmarks.robot" + "".join(
         f" {a}" for a in sys.argv[1:])
     lines = [
         "# Panda self- and world-collision throughput",

@@ -1,22 +1,22 @@
-"""The specialised box–box and capsule–box colliders against the general GJK/EPA path and MuJoCo C.
+"""The specialised colliders against the general GJK/EPA path and MuJoCo C.
 
-For each kind (box-box, capsule-box) and each of separated / penetrating pairs (`cases.make_case`, 256
-pairs, seed 0, tiled to `--pairs`), float32: compile time and throughput of
+For each kind of `--kinds` (default box-box, capsule-box) and each of separated / penetrating pairs
+(`cases.make_case`, 256 pairs, seed 0, tiled to `--pairs`), float32: compile time and throughput of
 ``jax.jit(jax.vmap(query))`` for `signed_distance` and `distance`, specialised (the default Config) and
 general (``Config(specialised=False)``); the specialised solver alone (its contact on the prepared
-pair, no world-frame result) to split the cost; and MuJoCo C's analytic colliders (`mj_geomDistance`,
-one thread, Python loop, its per-call overhead subtracted) on the same 256 pairs. Throughput is pairs
+pair, no world-frame result) to split the cost; and MuJoCo C's colliders (`mj_geomDistance`, one
+thread, Python loop, its per-call overhead subtracted) on the same 256 pairs. Throughput is pairs
 per second of process CPU time (all threads), i.e. per core, which a loaded machine distorts less
 than wall time; best of `--repeats` calls.
 
-    PYTHONPATH=. python benchmarks/specialised.py [--pairs 65536] [--out benchmarks/results/specialised.md]
+    python -m benchmarks.specialised [--kinds box-box,capsule-box] [--pairs 65536]
+        [--out benchmarks/results/specialised.md]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import jax
@@ -24,16 +24,15 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
-from jaxgjk._box_colliders import box_box, segment_box
-from jaxgjk._colliders import innermost
+from jaxgjk._colliders import specialised_contact
 from jaxgjk._solve import prepare
 from jaxgjk._tolerance import touching_resolution
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cases  # noqa: E402
-import peers  # noqa: E402
+from . import cases, peers
 
 KINDS = ("box-box", "capsule-box")
+SHAPES = {"sphere": jg.Sphere, "capsule": jg.Capsule, "box": jg.Box, "cylinder": jg.Cylinder,
+          "ellipsoid": jg.Ellipsoid}  # their fields in the order of `cases.SHAPE_PARAMS`
 
 
 def batch(kind, penetrating, pairs):
@@ -43,11 +42,12 @@ def batch(kind, penetrating, pairs):
     def tiled(values):
         return jnp.asarray(np.tile(values, (pairs // 256,) + (1,) * (values.ndim - 1)), np.float32)
 
-    a = (jg.Box(tiled(case.params_a["half_extents"])) if kind == "box-box" else
-         jg.Capsule(tiled(case.params_a["radius"]), tiled(case.params_a["half_length"])))
-    b = jg.Box(tiled(case.params_b["half_extents"]))
-    return case, (a, jg.Pose(tiled(case.pos_a), tiled(case.quat_a)), b, jg.Pose(tiled(case.pos_b),
-                                                                               tiled(case.quat_b)))
+    def shape(name, params):
+        return SHAPES[name](*(tiled(params[field]) for field in cases.SHAPE_PARAMS[name]))
+
+    name_a, name_b = kind.split("-")
+    return case, (shape(name_a, case.params_a), jg.Pose(tiled(case.pos_a), tiled(case.quat_a)),
+                  shape(name_b, case.params_b), jg.Pose(tiled(case.pos_b), tiled(case.quat_b)))
 
 
 def measure(function, args, repeats):
@@ -64,16 +64,10 @@ def measure(function, args, repeats):
     return compile_seconds, cpu, wall
 
 
-def solver_alone(kind):
-    solver = box_box if kind == "box-box" else segment_box
-
-    def contact(shape_a, pose_a, shape_b, pose_b):
-        prepared = prepare(shape_a, pose_a, shape_b, pose_b)
-        pair = prepared.pair
-        return solver(pair, innermost(pair.shape_a), innermost(pair.shape_b),
-                      touching_resolution(prepared.scale))
-
-    return contact
+def solver_alone(shape_a, pose_a, shape_b, pose_b):
+    """The specialised contact of the prepared pair (and a curved one's normal response)."""
+    prepared = prepare(shape_a, pose_a, shape_b, pose_b)
+    return specialised_contact(True, prepared.pair, touching_resolution(prepared.scale))
 
 
 def query(function, specialised):
@@ -95,22 +89,26 @@ def mujoco_rates(case, copies=20):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds of cases.py")
     parser.add_argument("--pairs", type=int, default=65536)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="benchmarks/results/specialised.md")
     args = parser.parse_args(argv)
     load_start = os.getloadavg()[0]
     rows = []
-    for kind in KINDS:
+    kinds = args.kinds.split(",")
+    colliders = {}
+    for kind in kinds:
         for penetrating in (False, True):
             case, inputs = batch(kind, penetrating, args.pairs)
             label = f"{kind} {'pen' if penetrating else 'sep'}"
             row = {"case": label, "mujoco": mujoco_rates(case)}
+            colliders[kind] = peers.mujoco_collider(case)
             for name, function in [("signed", query(jg.signed_distance, True)),
                                    ("signed general", query(jg.signed_distance, False)),
                                    ("distance", query(jg.distance, True)),
                                    ("distance general", query(jg.distance, False)),
-                                   ("solver alone", solver_alone(kind))]:
+                                   ("solver alone", solver_alone)]:
                 row[name] = measure(function, inputs, args.repeats)
                 compile_seconds, cpu_seconds, _ = row[name]
                 print(f"{label} {name}: compile {compile_seconds:.1f} s, "
@@ -122,9 +120,10 @@ def main(argv=None):
         return f"{args.pairs / entry[1] / 1e6:.3f}M"
 
     lines = [
-        "# Specialised box–box and capsule–box colliders: throughput and compile time",
+        f"# Specialised colliders ({', '.join(kinds)}): throughput and compile time",
         "",
-        f"`PYTHONPATH=. python benchmarks/specialised.py --pairs {args.pairs} --repeats {args.repeats}`",
+        f"`python -m benchmarks.specialised --kinds {args.kinds} --pairs {args.pairs} "
+        f"--repeats {args.repeats}`",
         "",
         f"- cpu ({os.cpu_count()} cores), jax {jax.__version__}, float32, {args.pairs} pairs per call "
         "(`cases.make_case(kind, 256, penetrating, 0)` tiled); load average (1 min) at start/end: "
@@ -132,9 +131,10 @@ def main(argv=None):
         "ratios within a row were measured minutes apart.",
         "- throughput: pairs per second of process CPU time (all threads), best of the calls; compile: "
         "`lower` + `compile` of `jax.jit(jax.vmap(query))`.",
-        "- solver alone: the specialised contact of the prepared pair (`_box_colliders`), without the "
-        "world-frame result and closest features of the query.",
-        "- MuJoCo C: `mj_geomDistance` (analytic mjc_BoxBox / mjc_CapsuleBox, float64, one thread) on "
+        "- solver alone: the specialised contact of the prepared pair (`_colliders.specialised_contact`), "
+        "without the world-frame result and closest features of the query.",
+        f"- MuJoCo C: `mj_geomDistance` ({'; '.join(f'{k}: {v}' for k, v in colliders.items())}; "
+        "float64, one thread) on "
         "the 256 pairs tiled 20 times, pairs per CPU second as measured (a Python call each) and with "
         "the per-call overhead (`peers.run_mujoco`, measured apart; noisy under load) subtracted; the ratio "
         "uses the former, which counts a Python call per pair (~0.35 µs) against MuJoCo.",

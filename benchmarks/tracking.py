@@ -14,7 +14,7 @@ Timing: one jitted `lax.scan` over the steps of a trajectory, over `--pairs` ind
 vmapped (all pairs in lockstep) or with `lax.map` (one pair after another); compile time excluded, best
 of `--repeats` interleaved runs. Mean iterations count the steps after the first (where warm starts apply).
 
-    PYTHONPATH=. python benchmarks/tracking.py [--pairs 100] [--steps 50] [--x32] [--out FILE]
+    python -m benchmarks.tracking [--pairs 100] [--steps 50] [--x32] [--out FILE]
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import platform
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hill_climb import best_times, sphere_points  # sibling script: run as benchmarks/tracking.py
+
+from .hill_climb import best_times, sphere_points
 
 VERTEX_COUNTS = ((10, 20), (20, 30), (30, 40), (40, 50), (50, 60), (100, 120), (150, 180), (200, 240))
 CACHED = "climbing, cached starts"

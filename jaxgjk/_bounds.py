@@ -14,6 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ._checks import check_array, float_leaves
 from ._hill_climb import ClimbingPolytope
 from ._packed import Packed
 from ._pose import Pose, normalized_quaternion
@@ -30,8 +31,6 @@ from ._shapes import (
     Rounded,
     Shape,
     Sphere,
-    check_array,
-    float_leaves,
 )
 from ._tolerance import float_dtype
 

@@ -53,7 +53,7 @@ from ._colliders import _apart, _padded_simplex, box_feature_simplex, closed_con
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
-from ._tolerance import epsilon
+from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon
 from ._vector import dot, unit_vector
 
 # A rectangle's corners in cyclic order, as signs along its two axes.
@@ -241,7 +241,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
     # reduction, which XLA:CPU computes once, where an elementwise formula is copied into every fusion
     # that reads it.
     scales = jnp.max(jnp.abs(jnp.stack([translation, half_a, half_b])), axis=1)
-    tolerance = 32 * epsilon(dtype) * (scales[0] + scales[1] + scales[2])
+    tolerance = BOX_AXIS_ROUNDINGS * epsilon(dtype) * (scales[0] + scales[1] + scales[2])
     axes = _axes(rotation, edges_a)
     separation, sign = _separations(axes, rotation, translation, half_a, half_b)
     face_count = len(axes) - 3 * len(edges_a)

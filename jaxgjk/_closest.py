@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from ._tolerance import epsilon
+from ._tolerance import PARALLEL_ROUNDINGS, epsilon
 from ._vector import dot
 
 
@@ -28,11 +28,11 @@ def point_segment(point, start, end):
 
 
 def nearly_parallel(direction_p, direction_q):
-    """Whether two directions (3,) are parallel to within rounding: |p × q| ≤ 16 eps |p| |q| (then the
-    closest points of segments along them are not unique to rounding, and their parallelogram of
-    differences is flat to rounding). Zero directions count as parallel."""
+    """Whether two directions (3,) are parallel to within rounding: |p × q| ≤ c·eps·|p|·|q| with c =
+    `PARALLEL_ROUNDINGS` (then the closest points of segments along them are not unique to rounding,
+    and their parallelogram of differences is flat to rounding). Zero directions count as parallel."""
     normal = jnp.cross(direction_p, direction_q)
-    bound = 16 * epsilon(jnp.result_type(direction_p))
+    bound = PARALLEL_ROUNDINGS * epsilon(jnp.result_type(direction_p))
     return dot(normal, normal) <= bound**2 * dot(direction_p, direction_p) * dot(direction_q, direction_q)
 
 

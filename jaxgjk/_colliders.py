@@ -6,6 +6,9 @@ closed form or a separating-axis test gives the exact contact with no loop:
 - point–point, point–segment, segment–segment (parallel segments included) and point–box: the closest
   points directly (`_closest`); a point inside a box is nearest one of its faces;
 - segment–box and box–box: `_box_colliders`;
+- point–cylinder and point–ellipsoid (spheres against cylinders and ellipsoids): `_curved_colliders`;
+  their contacts on a curved surface carry the normal's response to the curvature
+  (`_refine.smooth_response`), as the refined general path's do;
 - a half-space against any shape: exact from that shape's one support point along the plane's normal.
 
 `Rounded` shapes ride on their core's solver. Every solver returns a `Contact` in A's frame whose simplex
@@ -24,12 +27,27 @@ from ._closest import nearly_parallel, point_box, point_segment, segment_segment
 from ._contact import Contact, NormalKind, QueryMode
 from ._minkowski import RelativePair
 from ._packed import Packed
+from ._refine import smooth_response
 from ._result import Simplex, Status
-from ._shapes import Affine, Box, Capsule, ConvexHull, HalfSpace, MinkowskiSum, Rounded, Shape, Sphere
+from ._shapes import (
+    Affine,
+    Box,
+    Capsule,
+    ConvexHull,
+    Cylinder,
+    Ellipsoid,
+    HalfSpace,
+    MinkowskiSum,
+    Rounded,
+    Shape,
+    Sphere,
+)
 from ._vector import dot, perpendicular, unit_vector
 
 POINT, SEGMENT, BOX, HALF_SPACE = "point", "segment", "box", "half-space"
-_CORE_KINDS = {Sphere: POINT, Capsule: SEGMENT, Box: BOX, HalfSpace: HALF_SPACE}
+CYLINDER, ELLIPSOID = "cylinder", "ellipsoid"
+_CORE_KINDS = {Sphere: POINT, Capsule: SEGMENT, Box: BOX, HalfSpace: HALF_SPACE, Cylinder: CYLINDER,
+               Ellipsoid: ELLIPSOID}
 
 
 def innermost(shape: Shape) -> Shape:
@@ -40,7 +58,8 @@ def innermost(shape: Shape) -> Shape:
 
 
 def core_kind(shape: Shape) -> str | None:
-    """POINT, SEGMENT, BOX or HALF_SPACE for shapes whose core has a specialised solver, else None."""
+    """POINT, SEGMENT, BOX, CYLINDER, ELLIPSOID or HALF_SPACE for shapes whose core has a specialised
+    solver (against some kinds), else None."""
     return _CORE_KINDS.get(type(innermost(shape)))
 
 
@@ -360,31 +379,51 @@ def exchanged(contact: Contact, pair: RelativePair) -> Contact:
 
 
 def _solvers():
-    from ._box_colliders import box_box, segment_box  # it builds on the helpers above
+    from ._box_colliders import box_box, segment_box  # they build on the helpers above
+    from ._curved_colliders import point_cylinder, point_ellipsoid
 
     return {(POINT, POINT): _point_point, (POINT, SEGMENT): _point_segment,
             (SEGMENT, SEGMENT): _segment_segment, (POINT, BOX): _point_box, (SEGMENT, BOX): segment_box,
-            (BOX, BOX): box_box}
+            (BOX, BOX): box_box, (POINT, CYLINDER): point_cylinder, (POINT, ELLIPSOID): point_ellipsoid}
 
 
-def specialised_contact(specialised: bool, pair: RelativePair, resolution) -> Contact | None:
-    """The exact contact of `pair`'s cores from a specialised solver, or None where its kinds have none
-    (trace time). Half-spaces are always solved here (`specialised` does not apply to them).
+def _with_response(contact: Contact, pair: RelativePair):
+    """A curved solver's contact and its normal's response (3, 3), A's frame (`_refine.Refinement`):
+    where it says `NormalKind.SMOOTH` (both cores hold the contact at a point, apart), the normal moves
+    with the curvature, as the refined general path's does; where g is not at a strict maximum there,
+    the normal falls back to the closest points' direction."""
+    response, definite = smooth_response(pair, contact.normal)
+    smooth = (contact.normal_kind == NormalKind.SMOOTH) & definite
+    kind = jnp.where((contact.normal_kind == NormalKind.SMOOTH) & ~definite, NormalKind.FROM_CLOSEST,
+                     contact.normal_kind)
+    contact = Contact(contact.distance, contact.normal, contact.simplex, contact.point_a, contact.point_b,
+                      contact.status, contact.iterations, kind.astype(jnp.int32), contact.refinable)
+    return contact, jnp.where(smooth, response, 0)
+
+
+def specialised_contact(specialised: bool, pair: RelativePair, resolution):
+    """The exact contact of `pair`'s cores from a specialised solver and its normal's response (3, 3),
+    A's frame (None where the contact is never `NormalKind.SMOOTH`), or None where its kinds have no
+    solver (trace time). Half-spaces are always solved here (`specialised` does not apply to them).
     `resolution` (): the least core distance told apart from touching (`_tolerance`)."""
     kind_a, kind_b = core_kind(pair.shape_a), core_kind(pair.shape_b)
     if kind_b == HALF_SPACE:
-        return _half_space(pair, pair.shape_a)
+        return _half_space(pair, pair.shape_a), None
     if kind_a == HALF_SPACE:
-        return exchanged(_half_space(pair.exchanged(), pair.shape_b), pair)
+        return exchanged(_half_space(pair.exchanged(), pair.shape_b), pair), None
     if not specialised:
         return None
     solvers = _solvers()
     core_a, core_b = innermost(pair.shape_a), innermost(pair.shape_b)
     if (kind_a, kind_b) in solvers:
-        return solvers[kind_a, kind_b](pair, core_a, core_b, resolution)
-    if (kind_b, kind_a) in solvers:
-        return exchanged(solvers[kind_b, kind_a](pair.exchanged(), core_b, core_a, resolution), pair)
-    return None
+        contact = solvers[kind_a, kind_b](pair, core_a, core_b, resolution)
+    elif (kind_b, kind_a) in solvers:
+        contact = exchanged(solvers[kind_b, kind_a](pair.exchanged(), core_b, core_a, resolution), pair)
+    else:
+        return None
+    if CYLINDER in (kind_a, kind_b) or ELLIPSOID in (kind_a, kind_b):
+        return _with_response(contact, pair)
+    return contact, None
 
 
 def for_mode(contact: Contact, mode: QueryMode, margin, distance_upper_bound) -> Contact:

@@ -27,13 +27,19 @@ import numpy as np
 from ._dataclass import pytree_dataclass
 from ._gate import compute_where
 from ._minkowski import RelativePair, SupportPoint
-from ._result import Simplex, Status
+from ._result import RUNNING, Simplex, Status
 from ._simplex import face_weights
-from ._tolerance import epsilon, power_of_two_scale
+from ._tolerance import (
+    EPA_CONSISTENCY_ROUNDINGS,
+    EPA_COPLANAR_ROUNDINGS,
+    EPA_FIRST_STEPS,
+    EPA_FOLD_RINGS,
+    EPA_MAX_HORIZON,
+    epsilon,
+    power_of_two_scale,
+)
 from ._vector import dot, first_argmin, largest_abs, perpendicular, unit_vector
 
-RUNNING = -1
-_FIRST_STEPS = 24  # steps on small arrays before the full capacity (see `epa`)
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
 
@@ -186,7 +192,7 @@ def _connected_patch(below, adjacency, nearest):
     return seen
 
 
-def _add_folded_faces(sees, state: EPAState, corners, w, holds_w, rings: int = 2):
+def _add_folded_faces(sees, state: EPAState, corners, w, holds_w, rings: int = EPA_FOLD_RINGS):
     """`sees` (F,) plus the faces that hold `w` within rounding (`holds_w`) and border a seen face
     with w on their side of the shared edge, ring by ring; `corners` (F, 3, 3) are the faces' points.
 
@@ -217,7 +223,7 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     capacity = state.vertices.point.shape[0]
     new_index = state.num_vertices
     corners = state.vertices.point[state.faces]
-    coplanar = 16 * epsilon(w.point.dtype) * state.extent
+    coplanar = EPA_COPLANAR_ROUNDINGS * epsilon(w.point.dtype) * state.extent
     side = dot(state.normals, w.point - corners[:, 0])
     sees = _connected_patch(state.valid & (side > coplanar), state.adjacency, nearest)
     sees = _add_folded_faces(sees, state, corners, w.point, state.valid & (jnp.abs(side) <= coplanar))
@@ -306,8 +312,8 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         active) -> EPAResult:
     """Run EPA from GJK's final `simplex` (origin enclosed or touched) where `active` (() bool); the
     result is all zeros elsewhere, and a batch with no active pair skips EPA altogether."""
-    first_steps = min(max_iterations, _FIRST_STEPS)
-    max_horizon = 32
+    first_steps = min(max_iterations, EPA_FIRST_STEPS)
+    max_horizon = EPA_MAX_HORIZON
 
     def keep_going(steps: int, state: EPAState):
         return (state.status == RUNNING) & (state.iterations < steps)
@@ -337,7 +343,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         # The polytope only grows, so its faces' distances only grow, up to rounding. A new face
         # nearer than the nearest one by more than the gap means rounding broke convexity (float32
         # near its precision): accepting it would report a depth that is far too small.
-        consistent &= lowest >= lower_bound - gap - 16 * epsilon(scale.dtype) * scale
+        consistent &= lowest >= lower_bound - gap - EPA_CONSISTENCY_ROUNDINGS * epsilon(scale.dtype) * scale
         status = jnp.select(
             [~jnp.isfinite(lower_bound), converged, stuck | full | ~consistent],
             [Status.DEGENERATE, Status.PENETRATING, Status.DEGENERATE], RUNNING).astype(jnp.int32)

@@ -18,13 +18,9 @@ import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._minkowski import RelativePair, SupportPoint
-from ._result import Simplex, Status
+from ._result import RUNNING, Simplex, Status
 from ._simplex import closest_point
-from ._tolerance import epsilon
-
-RUNNING = -1
-# A stall with w behind v's plane means contact only where |v| is within this many roundings of D's size.
-STALL_CONTACT_ROUNDINGS = 256
+from ._tolerance import GJK_PROGRESS_ROUNDINGS, STALL_CONTACT_ROUNDINGS, epsilon
 
 
 @pytree_dataclass
@@ -126,7 +122,7 @@ def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
         new_norm_sq = jnp.dot(closest, closest)
         # No progress beyond rounding. An improvement within rounding is still taken: in float32 the
         # decrease of |v|² can fall below its ulp while the duality gap is still large.
-        stalled = new_norm_sq > norm_sq * (1 + 4 * epsilon(norm_sq.dtype))
+        stalled = new_norm_sq > norm_sq * (1 + GJK_PROGRESS_ROUNDINGS * epsilon(norm_sq.dtype))
         intersecting = (jnp.all(mask) | _touching(new_norm_sq, scale_sq)
                         | (jnp.sqrt(new_norm_sq) <= contact_bound))
         # Stopping with w beyond the origin's plane (v·w < 0) while |v| is within rounding of zero

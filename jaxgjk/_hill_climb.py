@@ -13,9 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import check_array
 from ._dataclass import pytree_dataclass
 from ._features import vertex_set_feature
-from ._shapes import Shape, check_array, nearest_tied_vertex
+from ._shapes import Shape, nearest_tied_vertex
 from ._tolerance import float_dtype
 
 # The 6 axis directions and the 8 cube diagonals: their extreme vertices are the default starts.

@@ -41,20 +41,26 @@ invariant to translation and scale.
 
 from __future__ import annotations
 
+import enum
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
+from ._result import RUNNING
 from ._tolerance import float_dtype
 from ._vector import unit_vector
 
-# Loop outcomes, internal to this module.
-_RUNNING = 0
-_OPTIMAL = 1  # no column with a negative reduced cost: the objective is the optimum d₁
-_CERTIFIED = 2  # the points of the basis are within epsilon (an upper bound on d₁): intersecting
-_STALLED = 3  # an entering column but no acceptable pivot row, or a non-finite objective
-_EMPTY = 4  # a vertex set without valid vertices: nothing to solve
+
+class _Outcome(enum.IntEnum):
+    """How the pivoting loop ended (`RUNNING` while it pivots); internal to this module."""
+
+    OPTIMAL = 1  # no column with a negative reduced cost: the objective is the optimum d₁
+    CERTIFIED = 2  # the points of the basis are within epsilon (an upper bound on d₁): intersecting
+    STALLED = 3  # an entering column but no acceptable pivot row, or a non-finite objective
+    EMPTY = 4  # a vertex set without valid vertices: nothing to solve
+
 
 _DIMENSION = 3
 _ROWS = _DIMENSION + 2  # coordinate rows, then the convexity rows of A and of B
@@ -282,7 +288,7 @@ def _simplex(matrix, costs, eligible, start_columns, status, residual, tolerance
 
     def running(state):
         _, _, iterations, status, _, _ = state
-        return (status == _RUNNING) & (iterations < max_iterations)
+        return (status == RUNNING) & (iterations < max_iterations)
 
     def pivot_step(state):
         tableau, basis, iterations, _, starting, fresh = state
@@ -294,10 +300,10 @@ def _simplex(matrix, costs, eligible, start_columns, status, residual, tolerance
         certified = residual(tableau, basis) <= 0
         status = jnp.select(
             [starting, ~jnp.isfinite(objective), certified, ~has_column, ~has_row],
-            [_RUNNING, _STALLED, _CERTIFIED, _OPTIMAL, _STALLED],
-            _RUNNING,
+            [RUNNING, _Outcome.STALLED, _Outcome.CERTIFIED, _Outcome.OPTIMAL, _Outcome.STALLED],
+            RUNNING,
         ).astype(jnp.int32)
-        step = status == _RUNNING
+        step = status == RUNNING
         row = jnp.where(starting, start_row, row)
         column = jnp.where(starting, start_column, column)
         pivoted_tableau, pivoted_basis = _pivot(tableau, basis, row, column)
@@ -309,9 +315,9 @@ def _simplex(matrix, costs, eligible, start_columns, status, residual, tolerance
         tableau, basis, iterations, status, starting, fresh = jax.lax.while_loop(
             running, pivot_step, state
         )
-        refresh = ((status == _OPTIMAL) | (status == _STALLED)) & ~fresh
+        refresh = ((status == _Outcome.OPTIMAL) | (status == _Outcome.STALLED)) & ~fresh
         tableau = jnp.where(refresh, _tableau(matrix, costs, basis), tableau)
-        status = jnp.where(refresh, _RUNNING, status)
+        status = jnp.where(refresh, RUNNING, status)
         return tableau, basis, iterations, status, starting, fresh | refresh
 
     true = jnp.ones((), dtype=bool)
@@ -352,7 +358,7 @@ def _solve(a, mask_a, b, mask_b, epsilon, tolerances, max_iterations):
         [mask_a, mask_b, jnp.ones((2 * _DIMENSION,), dtype=bool), jnp.zeros((2,), dtype=bool)]
     )
     start_columns = jnp.stack([jnp.argmax(mask_a), num_a + jnp.argmax(mask_b)])
-    status = jnp.where(both_present, _RUNNING, _EMPTY).astype(jnp.int32)
+    status = jnp.where(both_present, RUNNING, _Outcome.EMPTY).astype(jnp.int32)
 
     def excess(tableau, basis):
         """‖q − p‖₁ − epsilon for the points of the basis; ≤ 0 certifies an intersection."""
@@ -380,7 +386,7 @@ def _solve(a, mask_a, b, mask_b, epsilon, tolerances, max_iterations):
     direction = jnp.where(use_primal, primal_direction, dual_direction)
 
     valid = both_present & finite
-    converged = finite & ((status == _OPTIMAL) | (status == _CERTIFIED) | (status == _EMPTY))
+    converged = finite & jnp.isin(status, jnp.array([_Outcome.OPTIMAL, _Outcome.CERTIFIED, _Outcome.EMPTY]))
     return (
         valid & started & (residual <= epsilon),
         jnp.where(both_present & started, residual, jnp.inf),

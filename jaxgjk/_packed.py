@@ -8,11 +8,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import check_array
 from ._dataclass import pytree_dataclass
-from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, HalfSpace, Polytope, Shape, Sphere, check_array
+from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, HalfSpace, Polytope, Shape, Sphere
 from ._tolerance import float_dtype
 
-KINDS = (Sphere, Capsule, Box, Cylinder, Cone, Ellipsoid, Polytope, HalfSpace)
+# Where each kind keeps its fields in `Packed`: the kind's field name → the packed field. A kind's
+# index in `KINDS` is its `Packed.kind` code; fields a kind does not use stay zero.
+KIND_FIELDS = {
+    Sphere: {"radius": "radius"},
+    Capsule: {"radius": "radius", "half_length": "height"},
+    Box: {"half_extents": "extents"},
+    Cylinder: {"radius": "radius", "half_length": "height"},
+    Cone: {"radius": "radius", "half_height": "height"},
+    Ellipsoid: {"radii": "extents"},
+    Polytope: {"vertices": "vertices", "mask": "mask"},
+    HalfSpace: {},
+}
+KINDS = tuple(KIND_FIELDS)
 
 
 @pytree_dataclass
@@ -39,9 +52,8 @@ class Packed(Shape):
 
     def primitives(self) -> tuple:
         """The packed parameters read as each kind in `KINDS` (only `kind`'s entry is meaningful)."""
-        return (Sphere(self.radius), Capsule(self.radius, self.height), Box(self.extents),
-                Cylinder(self.radius, self.height), Cone(self.radius, self.height),
-                Ellipsoid(self.extents), Polytope(self.vertices, self.mask), HalfSpace())
+        return tuple(kind(**{name: getattr(self, packed) for name, packed in fields.items()})
+                     for kind, fields in KIND_FIELDS.items())
 
     def is_half_space(self):
         """() bool: this lane holds a half-space."""
@@ -88,7 +100,7 @@ class Packed(Shape):
         return self._dispatch("core_ruling", direction, relative_tolerance)
 
     def margin(self):
-        return jnp.where(self.kind <= 1, self.radius, 0).astype(self.dtype())
+        return self._dispatch("margin")
 
     def center(self):
         return self._dispatch("center")
@@ -107,6 +119,20 @@ class Packed(Shape):
         check_array(f"{name}.extents", self.extents, (3,))
         check_array(f"{name}.vertices", self.vertices, (None, 3))
         check_array(f"{name}.mask", self.mask, (np.shape(self.vertices)[0],), floating=False)
+
+
+def _packed_row(shape: Shape, size: int) -> dict:
+    """`shape`'s fields as one row of `Packed`'s (NumPy), vertex rows padded to `size`."""
+    row = dict(kind=KINDS.index(type(shape)), radius=0.0, height=0.0, extents=np.zeros(3),
+               vertices=np.zeros((size, 3)), mask=np.zeros(size, bool))
+    for name, packed in KIND_FIELDS[type(shape)].items():
+        value = getattr(shape, name)
+        if packed in ("vertices", "mask"):  # padded rows
+            count = np.shape(shape.vertices)[0]
+            row[packed][:count] = True if value is None else np.asarray(value)
+        else:
+            row[packed] = np.asarray(value)
+    return row
 
 
 def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
@@ -132,23 +158,7 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
     if dtype is None:
         dtype = float_dtype(*[leaf for s in shapes for leaf in jax.tree_util.tree_leaves(s)
                               if jnp.result_type(leaf) != jnp.bool_])
-    rows = []
-    for shape in shapes:
-        row = dict(kind=KINDS.index(type(shape)), radius=0.0, height=0.0, extents=np.zeros(3),
-                   vertices=np.zeros((size, 3)), mask=np.zeros(size, bool))
-        if isinstance(shape, (Sphere, Capsule, Cylinder, Cone)):
-            row["radius"] = np.asarray(shape.radius)
-        if isinstance(shape, (Capsule, Cylinder)):
-            row["height"] = np.asarray(shape.half_length)
-        if isinstance(shape, Cone):
-            row["height"] = np.asarray(shape.half_height)
-        if isinstance(shape, (Box, Ellipsoid)):
-            row["extents"] = np.asarray(shape.half_extents if isinstance(shape, Box) else shape.radii)
-        if isinstance(shape, Polytope):
-            count = np.shape(shape.vertices)[0]
-            row["vertices"][:count] = np.asarray(shape.vertices)
-            row["mask"][:count] = True if shape.mask is None else np.asarray(shape.mask)
-        rows.append(row)
+    rows = [_packed_row(shape, size) for shape in shapes]
 
     def stack(key, leaf_dtype):
         return jnp.asarray(np.stack([np.asarray(row[key]) for row in rows]), leaf_dtype)

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import jax
 
+from ._checks import check_array
 from ._colliders import check_half_spaces
 from ._contact import QueryMode
 from ._pose import Pose
 from ._result import Config, DistanceResult, Simplex, Status
-from ._shapes import Shape, check_array
+from ._shapes import Shape
 from ._solve import solve
 from ._tangent import differentiable_query, differentiable_signed_rows
 
 
-def _check_inputs(shape_a, pose_a, shape_b, pose_b) -> None:
+def checked_config(config: Config | None, shape_a, pose_a, shape_b, pose_b) -> Config:
+    """Raise at trace time for ill-formed inputs; the config to run (the defaults for None)."""
     for name, shape in (("a", shape_a), ("b", shape_b)):
         if not isinstance(shape, Shape):
             raise TypeError(f"{name} must be a jaxgjk shape, got {type(shape).__name__}")
@@ -29,6 +31,7 @@ def _check_inputs(shape_a, pose_a, shape_b, pose_b) -> None:
         check_array(f"{name}.translation", pose.translation, (3,))
         check_array(f"{name}.rotation", pose.rotation, (4,))
     check_half_spaces(shape_a, shape_b)
+    return Config() if config is None else config
 
 
 def distance(a, pose_a, b, pose_b, *, config: Config | None = None, warm_start: Simplex | None = None,
@@ -45,8 +48,8 @@ def distance(a, pose_a, b, pose_b, *, config: Config | None = None, warm_start: 
     Returns:
         `DistanceResult`, world frame, units of the inputs.
     """
-    _check_inputs(a, pose_a, b, pose_b)
-    return differentiable_query(config or Config(), QueryMode.DISTANCE, a, pose_a, b, pose_b, warm_start,
+    config = checked_config(config, a, pose_a, b, pose_b)
+    return differentiable_query(config, QueryMode.DISTANCE, a, pose_a, b, pose_b, warm_start,
                                  distance_upper_bound)
 
 
@@ -58,8 +61,8 @@ def signed_distance(a, pose_a, b, pose_b, *, config: Config | None = None,
     ``-distance`` to separate; `point_a`/`point_b` are A's and B's deepest points (support points
     along ±normal).
     """
-    _check_inputs(a, pose_a, b, pose_b)
-    return differentiable_query(config or Config(), QueryMode.SIGNED, a, pose_a, b, pose_b, warm_start, None)
+    config = checked_config(config, a, pose_a, b, pose_b)
+    return differentiable_query(config, QueryMode.SIGNED, a, pose_a, b, pose_b, warm_start, None)
 
 
 def signed_distance_rows(shapes_a, poses_a, shapes_b, poses_b, *, config: Config | None = None,
@@ -75,14 +78,18 @@ def signed_distance_rows(shapes_a, poses_a, shapes_b, poses_b, *, config: Config
     Returns:
         `DistanceResult` with leading axis T.
     """
-    jax.eval_shape(jax.vmap(_check_inputs), shapes_a, poses_a, shapes_b, poses_b)
-    return differentiable_signed_rows(config or Config(), epa_capacity, shapes_a, poses_a, shapes_b, poses_b)
+    def check_row(*pair):  # the one-pair checks on a row (trace time only)
+        checked_config(config, *pair)
+
+    jax.eval_shape(jax.vmap(check_row), shapes_a, poses_a, shapes_b, poses_b)
+    config = Config() if config is None else config
+    return differentiable_signed_rows(config, epa_capacity, shapes_a, poses_a, shapes_b, poses_b)
 
 
 def intersect(a, pose_a, b, pose_b, *, config: Config | None = None):
     """Whether two convex shapes overlap or touch: () bool. GJK exits as soon as it finds a separating
     plane or an upper bound on the core distance within the margins. Invalid input gives False."""
-    _check_inputs(a, pose_a, b, pose_b)
+    config = checked_config(config, a, pose_a, b, pose_b)
     inputs = jax.lax.stop_gradient((a, pose_a, b, pose_b))
-    result = solve(config or Config(), QueryMode.INTERSECT, *inputs, None, None).result
+    result = solve(config, QueryMode.INTERSECT, *inputs, None, None).result
     return (result.status != Status.INVALID_INPUT) & (result.distance <= 0)

@@ -169,6 +169,38 @@ def _tangent_basis(normal, edge, one_free):
     return jnp.stack([first, second], axis=1)
 
 
+def _evaluate(pair: RelativePair, direction, basis):
+    """g, w, Tᵀ J T (2, 2) and the magnitude () of the numbers involved, at `direction` (3,), A's frame
+    (J = dw/dn along the tangent basis `basis` (3, 2) only)."""
+    (value, support), linear = jax.linearize(lambda n: _support_difference(pair, n), direction)
+    curvature = basis.T @ jnp.stack([linear(basis[:, 0])[0], linear(basis[:, 1])[0]], axis=1)
+    scale = jnp.max(jnp.abs(jnp.stack([support.point_a, pair.rotation @ support.point_b,
+                                       pair.translation])))
+    return jnp.dot(direction, value), value, curvature, scale
+
+
+def _inverse_hessian(curvature, g, one_free):
+    """H⁻¹ (2, 2) of the Riemannian Hessian H = sym(Tᵀ J T) − g I of g in the tangent basis (with
+    `one_free`, only its first direction), and whether H is negative definite (a maximum)."""
+    dtype = curvature.dtype
+    hessian = (curvature + curvature.T) / 2 - g * jnp.eye(2, dtype=dtype)
+    hessian = jnp.where(one_free, jnp.diag(jnp.array([hessian[0, 0], -1], dtype)), hessian)
+    determinant = hessian[0, 0] * hessian[1, 1] - hessian[0, 1] * hessian[1, 0]
+    definite = (hessian[0, 0] < 0) & (determinant > 0)
+    adjugate = jnp.array([[hessian[1, 1], -hessian[0, 1]], [-hessian[1, 0], hessian[0, 0]]])
+    return jnp.where(definite, adjugate / jnp.where(definite, determinant, 1), 0), definite
+
+
+def smooth_response(pair: RelativePair, normal):
+    """`Refinement.response` (3, 3), A's frame, at an exact `normal` (3,) of cores that both hold the
+    contact at a point (a vertex or a curved point; the specialised colliders' curved contacts), and
+    whether g is at a strict maximum there (else the response is zero)."""
+    basis = _tangent_basis(normal, jnp.zeros(3, normal.dtype), False)
+    g, _, curvature, _ = _evaluate(pair, normal, basis)
+    inverse, definite = _inverse_hessian(curvature, g, False)
+    return basis @ inverse @ basis.T, definite
+
+
 def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, active) -> Refinement:
     """Refine the loops' `normal` (3,), A's frame, where a curved core holds the contact.
 
@@ -204,23 +236,11 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     no_free_direction = on_face | on_lines
 
     def evaluate(direction):
-        """g, w, and Tᵀ J T (2, 2) at `direction` (J = dw/dn along the tangent basis T only)."""
-        (value, support), linear = jax.linearize(lambda n: _support_difference(pair, n), direction)
-        basis = _tangent_basis(direction, axis, on_edge)
-        curvature = basis.T @ jnp.stack([linear(basis[:, 0])[0], linear(basis[:, 1])[0]], axis=1)
-        scale = jnp.max(jnp.abs(jnp.stack([support.point_a, pair.rotation @ support.point_b,
-                                           pair.translation])))
-        return jnp.dot(direction, value), value, curvature, scale
+        return _evaluate(pair, direction, _tangent_basis(direction, axis, on_edge))
 
     def inverse_hessian(direction, curvature, g):
-        """Tangent basis T (3, 2), H⁻¹ (2, 2) in it, and whether H is negative definite (a maximum)."""
         basis = _tangent_basis(direction, axis, on_edge)
-        hessian = (curvature + curvature.T) / 2 - g * jnp.eye(2, dtype=dtype)
-        hessian = jnp.where(on_edge, jnp.diag(jnp.array([hessian[0, 0], -1], dtype)), hessian)
-        determinant = hessian[0, 0] * hessian[1, 1] - hessian[0, 1] * hessian[1, 0]
-        definite = (hessian[0, 0] < 0) & (determinant > 0)
-        adjugate = jnp.array([[hessian[1, 1], -hessian[0, 1]], [-hessian[1, 0], hessian[0, 0]]])
-        return basis, jnp.where(definite, adjugate / jnp.where(definite, determinant, 1), 0), definite
+        return (basis,) + _inverse_hessian(curvature, g, on_edge)
 
     def newton_step(direction, value, curvature, g):
         # Maximising: the step is −H⁻¹ grad, valid where H is negative definite.

@@ -29,6 +29,8 @@ class Status(enum.IntEnum):
         return _MESSAGES[self]
 
 
+RUNNING = -1  # a loop's status while it runs (GJK, EPA, the LP test): not a `Status`, never returned
+
 _MESSAGES = {
     Status.SEPARATED: "GJK converged: the shapes are apart and distance > 0 is their distance.",
     Status.INTERSECTING: "The shapes overlap or touch (the distance query reports distance 0).",
@@ -61,9 +63,10 @@ class Config:
             √tolerance there) to rounding by Newton steps (`_refine`), so that gradients of the distance
             and the witness points' are exact; adds roughly 5–40% to a `distance` query on curved pairs
             (nothing on polyhedral ones). False keeps the loops' normal.
-        specialised: solve the pairs of sphere, capsule and box cores (and their `Rounded` forms) by
-            exact closed forms and separating axes (`_colliders`) instead of GJK/EPA; False forces the
-            general path. Half-spaces have no general path: they are always solved in closed form.
+        specialised: solve the pairs of sphere, capsule and box cores, and spheres against cylinders
+            and ellipsoids (and their `Rounded` forms), by exact closed forms, separating axes and a
+            short Newton solve (`_colliders`) instead of GJK/EPA; False forces the general path.
+            Half-spaces have no general path: they are always solved in closed form.
     """
 
     max_gjk_iterations: int = static_field(default=128)

@@ -10,45 +10,35 @@ sphere and capsule queries exact and well conditioned (Coal and van den Bergen 2
 
 from __future__ import annotations
 
+import abc
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
-from ._tolerance import float_dtype
+from ._tolerance import VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
 from ._vector import dot, first_argmax, first_argmin, unit_vector
 
 
-def check_array(name: str, value, shape: tuple, *, floating: bool = True) -> None:
-    """Raise at trace time unless `value` is a real (or, with ``floating=False``, bool) array of `shape`.
+class Shape(abc.ABC):
+    """Interface of every shape: a convex set read through its support mapping, in its local frame.
 
-    A ``None`` entry of `shape` matches any positive length. Queries take one pair: batch axes are
-    rejected here, with a pointer to `jax.vmap`.
+    Adding a shape kind (a checklist; only the first two items are required):
+    1. Here, a `@pytree_dataclass` subclass whose fields are arrays (sizes in local lengths), with the
+       four abstract methods: `core_support`, `reach`, `is_valid` and `check`.
+    2. Say what is special about it, where it is: `margin` (a ball radius sweeping the core),
+       `may_curve` (False for a polyhedral core: spares it the normal refinement), `core_feature`
+       and `core_ruling` (flat and straight parts, for the feature reports and the refinement),
+       `core_support_near` (vertex ties), `center` (when the origin is not inside the core).
+    3. Optional, each in one place: a row of `_packed.KIND_FIELDS` to mix it into `pack` batches; an
+       exact rule in `_bounds` (otherwise `aabb` takes six support calls); a specialised solver in
+       `_colliders` (otherwise GJK/EPA run on it); a case in `_demo.random_shape` for the main job.
+    4. Tests: add it to `tests/shape_samples.PRIMITIVE_KINDS` (and `random_shape`); the contract
+       tests (`tests/test_shapes.py`) then run it, and the query tests pair it with every other kind.
     """
-    dtype = jnp.result_type(value)
-    if floating and not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)):
-        raise TypeError(f"{name} must hold real numbers, got dtype {dtype}")
-    if not floating and dtype != np.bool_:
-        raise TypeError(f"{name} must be a bool array, got dtype {dtype}")
-    got = tuple(np.shape(value))
-    matches = len(got) == len(shape) and all(
-        (want is None and size > 0) or want == size for want, size in zip(shape, got, strict=True)
-    )
-    if not matches:
-        wanted = tuple("N" if want is None else want for want in shape)
-        raise ValueError(
-            f"{name} must have shape {wanted}, got {got} (queries take one pair; batch with "
-            "jax.vmap or jaxgjk.pairwise / jaxgjk.pairs)"
-        )
-
-
-def _is_nonnegative(*values):
-    return jnp.all(jnp.stack([jnp.all((v >= 0) & jnp.isfinite(v)) for v in values]))
-
-
-class Shape:
-    """Interface of every shape. Subclasses define the core support, margin, centre and checks."""
 
     def support(self, direction):
         """A point (3,) of the shape maximising ``dot(direction, point)``, local frame.
@@ -57,9 +47,9 @@ class Shape:
         """
         return self.core_support(direction) + self.margin() * unit_vector(direction)
 
+    @abc.abstractmethod
     def core_support(self, direction):
         """Support point (3,) of the core: the shape with its margin (ball radius) taken off."""
-        raise NotImplementedError
 
     def core_support_near(self, direction, hint):
         """`core_support`, but where `direction` (3,) exposes several vertices that tie to rounding (an
@@ -109,18 +99,19 @@ class Shape:
         """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
         return jnp.zeros(3, self.dtype())
 
+    @abc.abstractmethod
     def reach(self):
-        """() the largest distance from the local origin to a point of the shape (margin included):
-        the scale of the rounding errors of a query on it (`_tolerance.touching_resolution`)."""
-        raise NotImplementedError
+        """() the largest distance from the local origin to a point of the shape (margin included; an
+        upper bound from the pieces for `Affine` and `MinkowskiSum`): the scale of the rounding errors
+        of a query on it (`_tolerance.touching_resolution`)."""
 
+    @abc.abstractmethod
     def is_valid(self):
         """Run-time validity () bool: finite fields, non-negative sizes, a non-empty vertex set."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def check(self, name: str) -> None:
         """Trace-time check of field shapes and dtypes; errors name the argument `name`."""
-        raise NotImplementedError
 
     def dtype(self):
         """The floating dtype of the shape's fields."""
@@ -130,15 +121,11 @@ class Shape:
 def nearest_tied_vertex(vertices, scores, direction, hint):
     """The vertex of `vertices` (N, 3) nearest `hint` (3,) among those whose `scores` (N,) (dot
     products with `direction` (3,); -inf for padding) are the largest to a few roundings."""
-    rounding = 16 * jnp.finfo(scores.dtype).eps * jnp.linalg.norm(direction) * jnp.max(jnp.abs(vertices))
+    rounding = (VERTEX_TIE_ROUNDINGS * epsilon(scores.dtype) * jnp.linalg.norm(direction)
+                * jnp.max(jnp.abs(vertices)))
     tied = scores >= jnp.max(scores) - rounding
     offsets = vertices - hint
     return vertices[first_argmin(jnp.where(tied, dot(offsets, offsets), jnp.inf))]
-
-
-def float_leaves(tree) -> list:
-    """The leaves of `tree` that are not boolean (masks are bool)."""
-    return [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.result_type(leaf) != jnp.bool_]
 
 
 @pytree_dataclass
@@ -163,7 +150,7 @@ class Sphere(Shape):
         return self.margin()
 
     def is_valid(self):
-        return _is_nonnegative(self.radius)
+        return is_nonnegative(self.radius)
 
     def check(self, name):
         check_array(f"{name}.radius", self.radius, ())
@@ -194,7 +181,7 @@ class Capsule(Shape):
         return jnp.asarray(self.half_length + self.radius, self.dtype())
 
     def is_valid(self):
-        return _is_nonnegative(self.radius, self.half_length)
+        return is_nonnegative(self.radius, self.half_length)
 
     def check(self, name):
         check_array(f"{name}.radius", self.radius, ())
@@ -226,7 +213,7 @@ class Box(Shape):
         return jnp.sqrt(jnp.sum(self.half_extents**2))
 
     def is_valid(self):
-        return _is_nonnegative(self.half_extents)
+        return is_nonnegative(self.half_extents)
 
     def check(self, name):
         check_array(f"{name}.half_extents", self.half_extents, (3,))
@@ -265,7 +252,7 @@ class Cylinder(Shape):
         return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_length**2, self.dtype()))
 
     def is_valid(self):
-        return _is_nonnegative(self.radius, self.half_length)
+        return is_nonnegative(self.radius, self.half_length)
 
     def check(self, name):
         check_array(f"{name}.radius", self.radius, ())
@@ -302,7 +289,7 @@ class Cone(Shape):
         return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_height**2, self.dtype()))
 
     def is_valid(self):
-        return _is_nonnegative(self.radius, self.half_height)
+        return is_nonnegative(self.radius, self.half_height)
 
     def check(self, name):
         check_array(f"{name}.radius", self.radius, ())
@@ -326,7 +313,7 @@ class Ellipsoid(Shape):
         return jnp.max(self.radii)
 
     def is_valid(self):
-        return _is_nonnegative(self.radii)
+        return is_nonnegative(self.radii)
 
     def check(self, name):
         check_array(f"{name}.radii", self.radii, (3,))
@@ -502,7 +489,7 @@ class Rounded(Shape):
         return self.shape.reach() + self.radius
 
     def is_valid(self):
-        return self.shape.is_valid() & _is_nonnegative(self.radius)
+        return self.shape.is_valid() & is_nonnegative(self.radius)
 
     def check(self, name):
         self.shape.check(f"{name}.shape")

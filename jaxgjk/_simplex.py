@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ._tolerance import epsilon, power_of_two_scale
+from ._tolerance import FLAT_TRIANGLE_ROUNDINGS, epsilon, power_of_two_scale
 from ._vector import first_argmin
 
 EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
@@ -60,9 +60,8 @@ def _triangle_candidates(points):
     weight_b = jnp.sum(normal * jnp.cross(origin_from_a, ac), axis=-1)
     weight_c = jnp.sum(normal * jnp.cross(ab, origin_from_a), axis=-1)
     weight_a = area_sq - weight_b - weight_c
-    # |ab × ac| carries a rounding error of about eps·|ab|·|ac|: below a few of those, no candidate.
-    non_degenerate = area_sq > (16 * epsilon(points.dtype)) ** 2 * jnp.sum(ab * ab, -1) * jnp.sum(
-        ac * ac, -1)
+    rounding_sq = (FLAT_TRIANGLE_ROUNDINGS * epsilon(points.dtype)) ** 2
+    non_degenerate = area_sq > rounding_sq * jnp.sum(ab * ab, -1) * jnp.sum(ac * ac, -1)
     valid = non_degenerate & (weight_a > 0) & (weight_b > 0) & (weight_c > 0)
     raw = jnp.stack([weight_a, weight_b, weight_c], axis=-1)
     weights = jnp.zeros((4, 4), points.dtype).at[np.arange(4)[:, None], TRIANGLES].set(

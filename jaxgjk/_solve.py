@@ -19,6 +19,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from ._checks import float_leaves
 from ._colliders import bounded, for_mode, is_half_space, packed_half_space_contact, specialised_contact
 from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
@@ -30,12 +31,8 @@ from ._minkowski import RelativePair
 from ._pose import Pose, normalized_quaternion
 from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
-from ._shapes import Shape, float_leaves
-from ._tolerance import (
-    epsilon,
-    float_dtype,
-    touching_resolution,
-)
+from ._shapes import Shape
+from ._tolerance import EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
 from ._vector import unit_vector
 
 
@@ -195,7 +192,7 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
     # with the shapes, gives the tangents.
     # Converged on polytopes (no gap), the face is exact and its witness points central.
     stopped_short = (found.status == Status.MAX_ITERATIONS) & jnp.isfinite(found.upper_bound)
-    rounding = 8 * epsilon(dtype) * found.size
+    rounding = EPA_FLAT_GAP_ROUNDINGS * epsilon(dtype) * found.size
     gap = found.upper_bound - found.face_distance
     curved_gap = (found.status == Status.PENETRATING) & (gap > rounding)
     degenerate = (found.status == Status.DEGENERATE) & jnp.isfinite(found.upper_bound)
@@ -320,24 +317,27 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
 
 
 def core_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start, distance_upper_bound):
-    """The cores' contact before EPA, and the `Prepared` the loops run on.
+    """The cores' contact before EPA, the `Prepared` the loops run on, and the normal's response.
 
     A specialised solver's contact where the pair's kinds have one (final, with loops None: no EPA and
-    no refinement follow), else GJK's.
+    no refinement follow; its response (3, 3) world frame, or None), else GJK's (response None).
     """
     margin = prepared.shape_a.margin() + prepared.shape_b.margin()
-    contact = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
-    if contact is not None:
-        return for_mode(contact, mode, margin, distance_upper_bound), None
+    specialised = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
+    if specialised is not None:
+        contact, response = specialised
+        if response is not None:
+            rotation = prepared.pose_a.rotation_matrix()
+            response = rotation @ response @ rotation.T
+        return for_mode(contact, mode, margin, distance_upper_bound), None, response
     loops = dataclasses.replace(prepared, pair=bounded(prepared.pair))
-    return gjk_contact(config, mode, loops, warm_start, distance_upper_bound), loops
+    return gjk_contact(config, mode, loops, warm_start, distance_upper_bound), loops, None
 
 
 def finished(config: Config, mode: QueryMode, prepared: Prepared, loops: Prepared | None, contact: Contact,
-             distance_upper_bound) -> Solution:
-    """The `Solution` from the cores' final contact (after EPA): refinement and half-spaces where the
-    loops ran (`loops` not None), then `world_result`."""
-    response = None
+             response, distance_upper_bound) -> Solution:
+    """The `Solution` from the cores' final contact (after EPA) and `core_contact`'s response:
+    refinement and half-spaces where the loops ran (`loops` not None), then `world_result`."""
     if loops is not None:
         contact, response = refined_contact(config, mode, loops, contact)
         half_spaces = packed_half_space_contact(prepared.pair)
@@ -355,10 +355,10 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
     """The primal solution of one query on one pair (the stages above, in order)."""
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
     config = config.resolved(prepared.dtype)
-    contact, loops = core_contact(config, mode, prepared, warm_start, distance_upper_bound)
+    contact, loops, response = core_contact(config, mode, prepared, warm_start, distance_upper_bound)
     if loops is not None and mode is QueryMode.SIGNED:
         contact = epa_contact(config, loops, contact)
-    return finished(config, mode, prepared, loops, contact, distance_upper_bound)
+    return finished(config, mode, prepared, loops, contact, response, distance_upper_bound)
 
 
 def solve_signed_rows(config: Config, shapes_a, poses_a, shapes_b, poses_b, epa_capacity: int) -> Solution:
@@ -372,10 +372,11 @@ def solve_signed_rows(config: Config, shapes_a, poses_a, shapes_b, poses_b, epa_
     """
     prepared = jax.vmap(prepare)(shapes_a, poses_a, shapes_b, poses_b)
     config = config.resolved(prepared.dtype)
-    contact, loops = jax.vmap(lambda p: core_contact(config, QueryMode.SIGNED, p, None, None))(prepared)
+    contact, loops, response = jax.vmap(
+        lambda p: core_contact(config, QueryMode.SIGNED, p, None, None))(prepared)
     if loops is not None:
         contact = update_rows(contact.status == Status.INTERSECTING,
                               lambda operands: epa_contact(config, *operands), (loops, contact), contact,
                               epa_capacity)
     return jax.vmap(lambda *stages: finished(config, QueryMode.SIGNED, *stages, None))(prepared, loops,
-                                                                                      contact)
+                                                                                      contact, response)

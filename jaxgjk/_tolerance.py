@@ -1,4 +1,9 @@
-"""Dtype-aware numerical constants (the one place where tolerances are chosen) and exact rescaling."""
+"""Dtype-aware numerical constants and exact rescaling: the one place where tolerances, rounding
+allowances and the loops' fixed capacities are chosen.
+
+A rounding allowance is a count of roundings: the constant times `epsilon` of the dtype times the
+scale the compared quantity is relative to (named at each constant). The counts are powers of two
+with room above the few roundings each computation carries."""
 
 from __future__ import annotations
 
@@ -43,7 +48,32 @@ def power_of_two_scale(largest):
     return 1 / inverse, inverse
 
 
+# Rounding allowances (times epsilon and the scale named).
 TOUCHING_ROUNDINGS = 64  # |signed distance| within this many roundings of the pair's scale is touching
+# GJK's |v|² must shrink by more than this many roundings of itself, or the step made no progress.
+GJK_PROGRESS_ROUNDINGS = 4
+# A stall with w behind v's plane means contact only where |v| is within this many roundings of D's size.
+STALL_CONTACT_ROUNDINGS = 256
+# |ab × ac| carries ~eps·|ab|·|ac| of rounding: a triangle below this many is too flat to project on.
+FLAT_TRIANGLE_ROUNDINGS = 16
+# |p × q| ≤ this many roundings of |p||q|: parallel directions (segments' closest points not unique).
+PARALLEL_ROUNDINGS = 16
+# Dot products with one direction that tie within this many roundings of |direction|·max|vertex|.
+VERTEX_TIE_ROUNDINGS = 16
+# Separating-axis values of two boxes that tie within this many roundings of the pair's lengths.
+BOX_AXIS_ROUNDINGS = 32
+# A support point within this many roundings of the polytope's extent of a face's plane does not see it.
+EPA_COPLANAR_ROUNDINGS = 16
+# A new EPA face nearer than the nearest by more than the gap and this many roundings of D's size:
+# rounding broke the polytope's convexity, and the step is refused.
+EPA_CONSISTENCY_ROUNDINGS = 16
+# EPA's gap within this many roundings of D's size: converged on a flat face (no curved gap left).
+EPA_FLAT_GAP_ROUNDINGS = 8
+
+# Fixed capacities of the loops' arrays.
+EPA_FIRST_STEPS = 24  # EPA steps on small arrays before a batch that needs more moves to the full size
+EPA_MAX_HORIZON = 32  # horizon edges one EPA step can join to its new vertex (more: the step is refused)
+EPA_FOLD_RINGS = 2  # rings of neighbours searched for faces that a new EPA vertex would fold over
 
 
 def touching_resolution(scale):

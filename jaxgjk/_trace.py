@@ -16,12 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._gjk import gjk
-from ._queries import _check_inputs, distance
+from ._queries import checked_config, distance
 from ._result import Config, Status
 from ._solve import prepare
 
 FEATURES = {1: "vertex", 2: "edge", 3: "face", 4: "tetrahedron"}
-RUNNING = "RUNNING"
+RUNNING_NAME = "RUNNING"  # the status shown before the last iteration
 _distance = jax.jit(distance, static_argnames=("config",))
 
 
@@ -92,8 +92,7 @@ def trace_distance(a, pose_a, b, pose_b, *, config: Config | None = None) -> dic
 
         Invalid input gives an empty ``"iterations"`` list and status ``"INVALID_INPUT"``.
     """
-    config = config or Config()
-    _check_inputs(a, pose_a, b, pose_b)
+    config = checked_config(config, a, pose_a, b, pose_b)
     result = jax.device_get(_distance(a, pose_a, b, pose_b, config=config))
     run = functools.partial(_gjk_after, a, pose_a, b, pose_b, config=config)
     final = jax.device_get(run(jnp.asarray(config.max_gjk_iterations, jnp.int32)))
@@ -105,7 +104,7 @@ def trace_distance(a, pose_a, b, pose_b, *, config: Config | None = None) -> dic
     upper_core = np.inf
     for k in range(1, count + 1):
         state = final if k == count else jax.device_get(run(jnp.asarray(k, jnp.int32)))
-        status = Status(int(state["status"])).name if k == count else RUNNING
+        status = Status(int(state["status"])).name if k == count else RUNNING_NAME
         accepted = k == 1 or status not in (Status.SEPARATED.name, Status.BOUND_EXCEEDED.name)
         if accepted:  # the support point as GJK stored it: in the first free slot of the previous state
             slot = 0 if previous is None else int(np.argmin(previous["mask"]))

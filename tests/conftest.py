@@ -2,15 +2,12 @@
 programs released after each test module."""
 
 import gc
-import os
-import sys
 
 import jax
 import numpy as np
 import pytest
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, os.path.dirname(__file__))
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ a closed form written out again below. Three independent routes to a signed dist
 * `signed_distance_smooth`: any shapes, from support functions only:
   ``sd = -min_{|u|=1} [h_B(u) + h_A(-u)]``, by dense sampling of the sphere and local refinement.
 * Closed forms: `sphere_sphere`, `point_box` / `sphere_box`, `segment_segment_distance`,
-  `sphere_capsule`, `capsule_capsule`.
+  `sphere_capsule`, `capsule_capsule`, `sphere_cylinder`; `sphere_ellipsoid` by bisection.
 
-Conventions are jaxgjk's (see shared/API.md): ``world = R(q) @ local + t`` with a (w, x, y, z)
+Conventions are jaxgjk's (see API.md): ``world = R(q) @ local + t`` with a (w, x, y, z)
 quaternion; the signed distance is positive when separated and minus the penetration depth when
 overlapping; the normal is a world unit vector from A towards B (the direction in which translating
 B by the depth separates the shapes).
@@ -42,6 +42,8 @@ __all__ = [
     "signed_distance_smooth",
     "sphere_box",
     "sphere_capsule",
+    "sphere_cylinder",
+    "sphere_ellipsoid",
     "sphere_sphere",
     "support_function",
     "support_point",
@@ -390,6 +392,80 @@ def sphere_box(center, radius, half_extents, pose_box) -> dict:
         "distance": point_box(p, h) - float(radius),
         "normal": rotation @ normal_local,
     }
+
+
+def sphere_cylinder(center, radius, cylinder_radius, half_length, pose_cylinder) -> dict:
+    """Signed distance and normal (A = sphere → B = cylinder of axis local z, caps at ±half_length).
+
+    In the cylinder's frame, with ρ the distance from the axis: outside, the closest point takes ρ to
+    at most the radius and z into [−h, h] (the two clamps are independent: the cylinder is a product
+    of a disk and an interval); inside, the nearer of the side (depth R − ρ) and the caps (h − |z|),
+    the cap on a tie. A point on the axis leaves through the side along local +x.
+    """
+    rotation, translation = pose_arrays(pose_cylinder)
+    p = rotation.T @ (_f64(center).reshape(3) - translation)
+    big_r, h = float(cylinder_radius), float(half_length)
+    rho = np.hypot(p[0], p[1])
+    radial = p[:2] / rho if rho > 0 else np.array([1.0, 0.0])
+    clamped = np.append(radial * min(rho, big_r), np.clip(p[2], -h, h))
+    if rho > big_r or abs(p[2]) > h:
+        distance = np.linalg.norm(p - clamped)
+        outward = (p - clamped) / distance
+    elif big_r - rho < h - abs(p[2]):
+        distance, outward = -(big_r - rho), np.append(radial, 0.0)
+    else:
+        distance, outward = -(h - abs(p[2])), np.array([0.0, 0.0, 1.0 if p[2] >= 0 else -1.0])
+    return {"distance": float(distance - float(radius)), "normal": -(rotation @ outward)}
+
+
+def point_ellipsoid(point, radii) -> tuple[float, np.ndarray]:
+    """Signed distance of `point` (ellipsoid frame) to the ellipsoid Σ x_i²/e_i² ≤ 1 (radii e ≥ 0), and
+    its closest surface point.
+
+    Eberly (2011): the closest point is x_i = e_i² p_i / (e_i² + t) for the largest root t > −e_min² of
+    F(t) = Σ (e_i p_i / (e_i² + t))² = 1, here by 200 bisection steps in s = t + e_min² on
+    [0, |e∘p|] (F decreases there; e_i² + t = s + (e_i − e_min)(e_i + e_min) keeps s small without
+    cancellation). Where F stays below 1 as s → 0 (p on the least radius's principal plane near the
+    centre, or off a flat ellipsoid's plane), s = 0 and the least axis's coordinate comes from the
+    constraint (on its + side). The sign: inside where Σ (p_i/e_i)² < 1.
+    """
+    p, e = _f64(point).reshape(3), _f64(radii).reshape(3)
+    least = int(np.argmin(e))
+    offsets = (e - e[least]) * (e + e[least])
+
+    def closest(s):
+        shifted = s + offsets
+        return np.where(shifted > 0, e**2 * p / np.where(shifted > 0, shifted, 1), 0.0)
+
+    def excess(s):
+        return np.sum(np.divide(closest(s), e, out=np.zeros(3), where=e > 0) ** 2) - 1
+
+    if e[least] * p[least] == 0 and excess(0.0) <= 0:
+        x = closest(0.0)
+        x[least] = 0.0
+        inside_fraction = 1 - np.sum(np.divide(x, e, out=np.zeros(3), where=e > 0) ** 2)
+        x[least] = e[least] * np.sqrt(max(inside_fraction, 0.0))
+    else:
+        low, high = 0.0, float(np.linalg.norm(e * p)) + float(np.max(offsets))
+        for _ in range(200):
+            middle = (low + high) / 2
+            low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+        x = closest((low + high) / 2)
+    gap = np.linalg.norm(p - x)
+    inside = np.all(e > 0) and np.sum((p / np.where(e > 0, e, 1)) ** 2) < 1
+    return float(-gap if inside else gap), x
+
+
+def sphere_ellipsoid(center, radius, radii, pose_ellipsoid) -> dict:
+    """Signed distance and normal (A = sphere → B = ellipsoid) from `point_ellipsoid`; the normal is
+    minus the ellipsoid's outward normal at the closest point, ∝ x_i/e_i² (radii > 0)."""
+    rotation, translation = pose_arrays(pose_ellipsoid)
+    p = rotation.T @ (_f64(center).reshape(3) - translation)
+    e = _f64(radii).reshape(3)
+    distance, closest = point_ellipsoid(p, e)
+    outward = np.divide(closest, e**2, out=np.zeros(3), where=e > 0)
+    outward = outward / np.linalg.norm(outward) if np.any(outward != 0) else np.array([0.0, 0.0, 1.0])
+    return {"distance": distance - float(radius), "normal": -(rotation @ outward)}
 
 
 def capsule_endpoints(shape, pose) -> tuple[np.ndarray, np.ndarray]:

@@ -19,8 +19,11 @@ import functools
 
 import jax.numpy as jnp
 import numpy as np
-from cases import float32_exact, reference
-from reference import (
+
+import jaxgjk as jg
+
+from .query_cases import float32_exact, reference
+from .reference import (
     capsule_capsule,
     capsule_endpoints,
     sphere_box,
@@ -29,9 +32,7 @@ from reference import (
     support_function,
     support_point,
 )
-from shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape
-
-import jaxgjk as jg
+from .shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 

@@ -13,10 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import pose_arrays, quaternion_to_matrix, signed_distance_polytopes, support_function
-from shape_samples import random_rotation
 
 import jaxgjk as jg
+
+from .reference import pose_arrays, quaternion_to_matrix, signed_distance_polytopes, support_function
+from .shape_samples import random_rotation
 
 CHUNK = 64
 SIGNED = jax.jit(jax.vmap(jg.signed_distance))

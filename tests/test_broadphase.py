@@ -5,11 +5,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import support_function
-from shape_samples import PRIMITIVE_KINDS, random_shape
 
 import jaxgjk as jg
 from jaxgjk._broadphase import _count_dtype, pairs_from_bounds
+
+from .reference import support_function
+from .shape_samples import PRIMITIVE_KINDS, random_shape
 
 AXES = np.concatenate([np.eye(3), -np.eye(3)])
 aabb = jax.jit(jg.aabb)

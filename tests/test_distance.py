@@ -3,10 +3,11 @@
 import jax
 import numpy as np
 import pytest
-from cases import pairs, stacked, tolerance
-from reference import support_function
 
 import jaxgjk as jg
+
+from .query_cases import pairs, stacked, tolerance
+from .reference import support_function
 
 DISTANCE = jax.jit(jax.vmap(jg.distance))
 INTERSECT = jax.jit(jax.vmap(jg.intersect))

@@ -4,10 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from shape_samples import random_rotation
 
 import jaxgjk as jg
 from jaxgjk._features import FeatureDim
+
+from .shape_samples import random_rotation
 
 DISTANCE = jax.jit(jax.vmap(jg.distance, in_axes=(None, 0, None, 0)))
 SIGNED = jax.jit(jax.vmap(jg.signed_distance, in_axes=(None, 0, None, 0)))

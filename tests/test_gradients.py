@@ -21,9 +21,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape
 
 import jaxgjk as jg
+
+from .shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape
 
 KINDS = PRIMITIVE_KINDS
 PAIRS = [(a, b) for i, a in enumerate(KINDS) for b in KINDS[i:]]

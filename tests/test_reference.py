@@ -5,17 +5,13 @@ closed forms) are checked against each other and against hand-derived exact case
 used to build shape and pose objects.
 """
 
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import jaxgjk as jg
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from reference import (  # noqa: E402
+from .reference import (
     capsule_capsule,
     capsule_endpoints,
     closest_point_triangles,

@@ -13,9 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from shape_samples import random_rotation
 
 import jaxgjk as jg
+
+from .shape_samples import random_rotation
 
 N_CASES = 16
 
@@ -63,7 +64,8 @@ def cases(inside):
 
 @functools.cache
 def _kernel(refine_normal):
-    config = jg.Config(refine_normal=refine_normal)
+    # The general path: refinement serves it (an ellipsoid and a sphere have a specialised solver).
+    config = jg.Config(refine_normal=refine_normal, specialised=False)
 
     def query(radii, translation, rotation, radius, centre):
         return jg.signed_distance(jg.Ellipsoid(radii), jg.Pose(translation, rotation), jg.Sphere(radius),
@@ -143,7 +145,7 @@ def test_witnesses_of_flat_against_curved_contacts():
     support points answer), the points are the exact pair: point_b − point_a = distance · normal. (A
     face is held by three of its vertices and the contact may lie outside their triangle, so the weights
     must be affine; an edge's held vertices tie along the normal, so they must not be re-chosen.)"""
-    from shape_samples import random_shape
+    from .shape_samples import random_shape
 
     rng = np.random.default_rng(11)
     shapes_a, shapes_b, poses_a, poses_b, curved_kinds = [], [], [], [], []

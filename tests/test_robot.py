@@ -12,9 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import signed_distance_polytopes
 
 import jaxgjk as jg
+
+from .reference import signed_distance_polytopes
 
 yourdfpy = pytest.importorskip("yourdfpy")
 trimesh = pytest.importorskip("trimesh")

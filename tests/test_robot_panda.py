@@ -24,9 +24,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import signed_distance_hull
 
 import jaxgjk as jg
+
+from .reference import signed_distance_hull
 
 pybullet = pytest.importorskip("pybullet")
 pybullet_data = pytest.importorskip("pybullet_data")

@@ -7,9 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from shape_samples import random_rotation
 
 import jaxgjk as jg
+
+from .shape_samples import random_rotation
 
 SIGNED = jax.jit(jax.vmap(jg.signed_distance))
 SCALES = {np.float32: (1e-12, 1e-9, 1e-6, 1e-3, 1.0, 1e3, 1e6, 1e9, 1e12),

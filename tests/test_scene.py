@@ -4,10 +4,11 @@ the same pairs within the margin, the same results, padding that cannot be mista
 import jax
 import jax.numpy as jnp
 import numpy as np
-from reference import capsule_capsule, capsule_endpoints, pose_arrays, sphere_box, support_function
-from shape_samples import PRIMITIVE_KINDS, random_shape
 
 import jaxgjk as jg
+
+from .reference import capsule_capsule, capsule_endpoints, pose_arrays, sphere_box, support_function
+from .shape_samples import PRIMITIVE_KINDS, random_shape
 
 
 def stored(found):

@@ -1,12 +1,15 @@
-"""Support mappings: maximal over sampled points, a point of the shape for every direction, batched."""
+"""The shape contract, run by every kind (`Shape`'s checklist): support mappings maximal over sampled
+points, a point of the shape for every direction, independent of the direction's length, batched; the
+reach bounds every point; exposed vertices are support points; checks reject batch axes."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from shape_samples import PRIMITIVE_KINDS, random_shape, sample_points
 
 import jaxgjk as jg
+
+from .shape_samples import PRIMITIVE_KINDS, random_shape, sample_points
 
 
 def composite_shapes(rng):
@@ -123,3 +126,43 @@ def test_core_support_near_keeps_the_hinted_vertex_of_a_tie(rng):
         np.testing.assert_allclose(near(direction, jnp.asarray(face)), face, atol=1e-12, err_msg=name)
         far = near(direction, jnp.asarray(-3 * vertices))
         np.testing.assert_allclose(far @ np.asarray(direction), 1.0, atol=1e-12, err_msg=name)
+
+
+ALL_NAMES = list(PRIMITIVE_KINDS) + ["affine", "minkowski", "rounded", "hull", "masked_polytope"]
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_reach_bounds_every_support_point_tightly(name, rng):
+    shape = all_shapes(np.random.default_rng(7))[name]
+    directions = np.vstack([np.eye(3), -np.eye(3), rng.normal(size=(2000, 3))])
+    lengths = np.linalg.norm(np.asarray(_supports(shape, jnp.asarray(directions))), axis=1)
+    reach = float(shape.reach())
+    assert np.max(lengths) <= reach * (1 + 1e-12)
+    if name not in ("affine", "minkowski", "hull"):  # composites bound it by their pieces
+        assert np.max(lengths) >= reach * (1 - 2e-2)  # attained, up to the directions sampled
+
+
+@pytest.mark.parametrize("name", ["box", "polytope", "masked_polytope"])
+def test_exposed_vertices_are_support_points(name, rng):
+    """The vertices a feature lists maximise the direction, and the support point is among them."""
+    shape = all_shapes(np.random.default_rng(7))[name]
+    vertices = np.asarray(shape.corners() if name == "box" else shape.vertices)
+    directions = np.vstack([np.eye(3), -np.eye(3), rng.normal(size=(200, 3))])
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    features = jax.jit(jax.vmap(lambda d: shape.feature(d, 1e-9)))(jnp.asarray(directions))
+    support = np.asarray(_supports(shape, jnp.asarray(directions)))
+    for direction, point, listed in zip(directions, support, np.asarray(features.vertices), strict=True):
+        listed = vertices[listed[listed >= 0]]
+        assert len(listed) > 0
+        np.testing.assert_allclose(listed @ direction, point @ direction, atol=1e-9)
+        assert np.min(np.linalg.norm(listed - point, axis=1)) <= 1e-12
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_checks_accept_the_shape_and_reject_batch_axes(name):
+    shape = all_shapes(np.random.default_rng(7))[name]
+    shape.check("shape")
+    assert bool(shape.is_valid())
+    stacked = jax.tree_util.tree_map(lambda leaf: jnp.stack([leaf, leaf]), shape)
+    with pytest.raises(ValueError, match="jax.vmap"):
+        stacked.check("shape")

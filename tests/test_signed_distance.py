@@ -13,9 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from cases import is_polyhedral, pairs, reference, tolerance
-from reference import support_function
-from sweep_cases import (
+
+import jaxgjk as jg
+
+from .query_cases import is_polyhedral, pairs, reference, tolerance
+from .reference import support_function
+from .sweep_cases import (
     closed_form_cases,
     degenerate_cases,
     invalid_cases,
@@ -25,8 +28,6 @@ from sweep_cases import (
     sweep_cases,
     sweeps,
 )
-
-import jaxgjk as jg
 
 SIGNED = jax.jit(jax.vmap(jg.signed_distance))
 CHUNK = 128

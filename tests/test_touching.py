@@ -14,9 +14,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from sweep_cases import pose, sweeps
 
 import jaxgjk as jg
+
+from .sweep_cases import pose, sweeps
 
 DTYPES = [np.float64, np.float32]
 NUM_VERTICES = 16

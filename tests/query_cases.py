@@ -9,10 +9,11 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from reference import signed_distance_polytopes, signed_distance_smooth
-from shape_samples import PRIMITIVE_KINDS, random_polytope_vertices, random_rotation, random_shape
 
 import jaxgjk as jg
+
+from .reference import signed_distance_polytopes, signed_distance_smooth
+from .shape_samples import PRIMITIVE_KINDS, random_polytope_vertices, random_rotation, random_shape
 
 POLYHEDRAL = ("sphere", "capsule", "box", "polytope", "flat_box", "needle_box", "flat_polytope",
               "coplanar_cube")

@@ -1,0 +1,165 @@
+"""Exact contacts of a point core (a sphere's, a `Rounded` point's) with a cylinder or an ellipsoid core.
+
+A is the point (A's origin), B the curved core; the work is done in B's frame, where the point is
+``p = −Rᵀ t`` (``x_A = R x_B + t``). Both solvers find B's closest surface point q to p, inside or
+outside, and its outward normal o: the normal (A → B) is −o, the signed distance ``o·(p − q)``.
+
+Cylinder: a closed form in the cylinder's radial and axial coordinates. Outside, the closest point
+clamps them (a rim point beyond both, a side point beyond the side only, a cap point beyond the cap
+only); inside, the least of the side depth and the two cap depths decides (a tie goes to the cap).
+A point on the axis has no radial direction: it takes B's +x (a side contact there is a tie over the
+whole circle).
+
+Ellipsoid (radii e): with q = e∘w, |w| = 1, the Lagrange condition of min |q − p|² is
+``w_i = e_i y_i / (u + d_i)`` in the first octant (y = |p|, d_i = e_i² − e_min², u = λ + e_min² ≥ 0 for
+the multiplier λ), and u is the root of |w(u)| = 1 (Eberly, "Distance from a point to an ellipse, an
+ellipsoid, or a hyperellipsoid", 2011, derives the same equation; he solves it by bisection). Written
+this way it is the secular equation of a trust-region step, which Newton solves on 1/|w(u)| − 1, a
+concave increasing function of u (Moré and Sorensen, "Computing a trust region step", 1983): from a
+point left of the root every Newton iterate stays left of it and they increase to it, so a fixed count
+of steps from the lower bound ``max(0, max_i e_i y_i − d_i)`` (where one term alone reaches 1) needs no
+other safeguard than the bracket [that bound, |e∘y|]. The one case without a root is Moré and
+Sorensen's hard case: p on the principal plane of the least radius, inside the region where the
+closest point leaves that plane (|w(0)| < 1, the point near the centre). Then u = 0 and the least
+radius's axis takes the rest of w's unit length, on its + side (the closest point is not unique
+there: ±). Radii that are zero (a disk, a needle) fit the same equations: their w_i vanish.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._colliders import _apart, _padded_simplex, closed_contact
+from ._contact import Contact, NormalKind
+from ._minkowski import RelativePair
+from ._vector import dot, unit_vector
+
+ELLIPSOID_STEPS = 12  # Newton steps: 8–10 reached rounding on every float32/float64 case tried
+_CAP_ANGLES = np.pi / 2 + 2 * np.pi / 3 * np.arange(3)  # a cap's triangle of rim points
+
+
+def _root(x):
+    """√x () for x ≥ 0, with a finite derivative at 0 (the solvers' values are differentiated too: a
+    Hessian differentiates the tangent rule, which reads the primal normal)."""
+    positive = x > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1)), 0)
+
+
+def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """A point (A's origin) and B's core cylinder (axis B's z). The simplex holds B's feature: a rim
+    point (its support direction, the outward normal there), the side's segment at the contact's
+    angle (its two ends), or three rim points of the cap (the cap's plane, as a box face is held)."""
+    del core_a
+    dtype = pair.translation.dtype
+    radius, half_length = core_b.radius, core_b.half_length
+    point = -pair.rotation.T @ pair.translation
+    radial = _root(point[0] ** 2 + point[1] ** 2)
+    across = jnp.where(radial > 0, point[:2] / jnp.where(radial > 0, radial, 1), jnp.array([1, 0], dtype))
+    up = jnp.where(point[2] >= 0, 1, -1).astype(dtype)
+    beyond_side, beyond_cap = radial - radius, jnp.abs(point[2]) - half_length
+    rim = (beyond_side > 0) & (beyond_cap > 0)
+    # Outside, beyond the side only; inside, nearer the side than the caps.
+    side = (~rim & (beyond_side > 0)) | ((beyond_side <= 0) & (beyond_cap <= 0) & (beyond_side > beyond_cap))
+    cap = ~rim & ~side
+    rim_distance = jnp.sqrt(jnp.where(rim, beyond_side**2 + beyond_cap**2, 1))
+    distance = jnp.select([rim, side], [rim_distance, beyond_side], beyond_cap)
+    zero = jnp.zeros((), dtype)
+    outward = jnp.select([rim, side], [jnp.concatenate([across * beyond_side, (up * beyond_cap)[None]])
+                                       / rim_distance, jnp.concatenate([across, zero[None]])],
+                         jnp.stack([zero, zero, up]))
+    closest = jnp.concatenate([jnp.where(cap, point[:2], radius * across),
+                               jnp.where(side, point[2], up * half_length)[None]])
+    normal = -pair.rotation @ outward
+
+    # B's feature: slots (3, 3) of support directions and points, weights of `closest` over them.
+    ends = jnp.array([-1, 1, 1], dtype)
+    side_directions = jnp.concatenate([jnp.broadcast_to(across, (3, 2)), ends[:, None]], axis=1)
+    along = jnp.where(half_length > 0, (point[2] + half_length) / jnp.where(half_length > 0, 2 * half_length,
+                                                                              1), 0.5)
+    rim_circle = jnp.asarray(np.stack([np.cos(_CAP_ANGLES), np.sin(_CAP_ANGLES)], axis=1), dtype)
+    cap_directions = jnp.concatenate([rim_circle, jnp.broadcast_to(up, (3, 1))], axis=1)
+    # The points of the unit circle's inscribed equilateral triangle v_k have the barycentric weights
+    # 1/3 + (2/3) v_k·x at x (Σ v_k v_kᵀ = 3/2 I).
+    inside_disk = jnp.where(radius > 0, point[:2] / jnp.where(radius > 0, radius, 1), 0)
+    cap_weights = 1 / 3 + 2 / 3 * (rim_circle @ inside_disk)
+    directions_b = jnp.select([rim, side], [jnp.broadcast_to(outward, (3, 3)), side_directions],
+                              cap_directions)
+    points_b = jnp.select([rim, side], [jnp.broadcast_to(closest, (3, 3)),
+                                        jnp.concatenate([jnp.broadcast_to(radius * across, (3, 2)),
+                                                         (ends * half_length)[:, None]], axis=1)],
+                          jnp.concatenate([radius * rim_circle, jnp.broadcast_to(up * half_length, (3, 1))],
+                                          axis=1))  # the supports of `directions_b`
+    weights = jnp.select([rim, side], [jnp.array([1, 0, 0], dtype), jnp.stack([1 - along, along, zero])],
+                         cap_weights)
+    count = jnp.select([rim, side], [1, 2], 3)
+    zeros = jnp.zeros((3, 3), dtype)
+    simplex = _padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
+                              jnp.arange(3) < count)
+    apart = _apart(closest - point, resolution)
+    kind = jnp.select([cap, apart & rim, apart], [NormalKind.FROM_FACE, NormalKind.SMOOTH,
+                                                  NormalKind.FROM_CLOSEST], NormalKind.FIXED)
+    return closed_contact(distance, normal, simplex, zeros[0], closest, kind)
+
+
+def ellipsoid_closest(point, radii):
+    """The point (3,) of the ellipsoid surface Σ x_i²/radii_i² = 1 closest to `point` (3,), inside or
+    outside (the module docstring's method), and the unit outward normal (3,) there (ellipsoid frame;
+    radii (3,) ≥ 0). A point on the least radius's principal plane whose closest point leaves that
+    plane gets the one on its + side."""
+    dtype = point.dtype
+    y = jnp.abs(point)
+    signs = jnp.where(point >= 0, 1, -1).astype(dtype)
+    least = jnp.arange(3) == jnp.argmin(radii)
+    e_min = jnp.min(radii)
+    # e_i² − e_min², exactly zero on the least radius's axis and on those that tie with it (as a
+    # difference of squares XLA may contract it to an FMA that leaves e_min²'s rounding error).
+    d = (radii - e_min) * (radii + e_min)
+    ey = radii * y
+    low = jnp.maximum(jnp.max(ey - d), 0)
+    high = jnp.maximum(_root(dot(ey, ey)), low)
+
+    def scaled(u):
+        """w(u) (3,), and u + d (3,) with 1 where it is 0 (the least radius's axes at u = 0, where
+        w_i is 0: the hard case, or a zero radius)."""
+        positive = u + d > 0
+        shifted_safe = jnp.where(positive, u + d, 1)
+        return jnp.where(positive, ey / shifted_safe, 0), shifted_safe
+
+    def newton(_, u):
+        # ψ(u) = 1/|w| − 1, ψ'(u) = Σ w_i²/(u + d_i) / |w|³; every |w_i| ≤ 1 for u ≥ low.
+        w, shifted_safe = scaled(u)
+        length = _root(dot(w, w))
+        slope = dot(w, w / shifted_safe)
+        step = jnp.where(slope > 0, (length - 1) * length**2 / jnp.where(slope > 0, slope, 1), 0)
+        return jnp.clip(u + step, low, high)
+
+    u = jax.lax.fori_loop(0, ELLIPSOID_STEPS, newton, low)
+    w, shifted_safe = scaled(u)
+    hard = u <= 0
+    fill = _root(1 - dot(w, w))
+    w = jnp.where(hard & least, fill, w)
+    closest = signs * radii * unit_vector(w)
+    # The outward normal ∝ x_i / e_i² = y_i / (u + d_i), written without divisions by small numbers:
+    # times u where u > 0; in the hard case times e_min (the least axis then holds w/e = fill/e_min),
+    # or along the least axis where it is flat (e_min = 0).
+    hard_normal = jnp.where(least, fill, jnp.where(d > 0, e_min * y / shifted_safe, 0))
+    hard_normal = jnp.where(e_min > 0, hard_normal, least.astype(dtype))
+    normal = unit_vector(signs * jnp.where(hard, hard_normal, u * y / shifted_safe))
+    return closest, jnp.where(jnp.any(normal != 0), normal, least.astype(dtype))
+
+
+def point_ellipsoid(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """A point (A's origin) and B's core ellipsoid: the simplex holds B's closest point by its support
+    direction (its outward normal)."""
+    del core_a
+    dtype = pair.translation.dtype
+    point = -pair.rotation.T @ pair.translation
+    closest, outward = ellipsoid_closest(point, core_b.radii)
+    normal = -pair.rotation @ outward
+    zeros = jnp.zeros((1, 3), dtype)
+    simplex = _padded_simplex(normal[None], zeros, outward[None], closest[None], jnp.ones(1, dtype),
+                              jnp.ones(1, bool))
+    kind = jnp.where(_apart(closest - point, resolution), NormalKind.SMOOTH, NormalKind.FIXED)
+    return closed_contact(dot(outward, point - closest), normal, simplex, zeros[0], closest, kind)
