@@ -38,7 +38,7 @@ from ._tolerance import (
     epsilon,
     power_of_two_scale,
 )
-from ._vector import dot, largest_abs, perpendicular, unit_vector
+from ._vector import dot, first_argmin, largest_abs, perpendicular, unit_vector
 
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
@@ -171,7 +171,7 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
 
 
 def _nearest_face(state: EPAState):
-    return jnp.argmin(jnp.where(state.valid, state.distances, jnp.inf)).astype(jnp.int32)
+    return first_argmin(jnp.where(state.valid, state.distances, jnp.inf))
 
 
 def _connected_patch(below, adjacency, nearest):
@@ -259,7 +259,8 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
         [state.vertices.point[start], state.vertices.point[end],
          jnp.broadcast_to(w.point, (max_horizon, 3))], axis=1))
     # The unseen neighbour's edge that pointed at the removed face now points at the new face.
-    neighbour_edge = jnp.argmax(state.adjacency[neighbour] == seen_face[:, None], axis=-1)
+    points_back = state.adjacency[neighbour] == seen_face[:, None]
+    neighbour_edge = jnp.where(points_back[:, 0], 0, jnp.where(points_back[:, 1], 1, 2))
 
     def commit(accept) -> EPAState:
         rows = jnp.where(accept, slot, num_faces)

@@ -15,7 +15,7 @@ import enum
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
-from ._vector import dot, largest_abs
+from ._vector import dot, first_argmax, largest_abs
 
 # How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
 MAX_FEATURE_VERTICES = 4
@@ -80,7 +80,7 @@ def exposed_vertices(vertices, mask, direction, relative_tolerance):
     of the largest ``dot(direction, vertex)``: (N,) bool, and that length tolerance ()."""
     size = jnp.max(jnp.where(mask, largest_abs(vertices), 0))
     tolerance = relative_tolerance * size
-    heights = jnp.where(mask, vertices @ direction, -jnp.inf)
+    heights = jnp.where(mask, dot(vertices, direction), -jnp.inf)
     return mask & (heights >= jnp.max(heights) - tolerance), tolerance
 
 
@@ -96,14 +96,14 @@ def exposed_span(vertices, exposed, tolerance):
             farthest from it, the one farthest off their line.
     """
     # Its extent from one vertex, then its extent off the line to the farthest vertex.
-    first = jnp.argmax(exposed)
+    first = first_argmax(exposed)
     offsets = vertices - vertices[first]
     lengths = jnp.where(exposed, jnp.sqrt(dot(offsets, offsets)), 0)
-    far = jnp.argmax(lengths)
+    far = first_argmax(lengths)
     axis = offsets[far] / jnp.where(lengths[far] > 0, lengths[far], 1)
-    off_line = offsets - (offsets @ axis)[:, None] * axis
+    off_line = offsets - dot(offsets, axis)[:, None] * axis
     widths = jnp.where(exposed, jnp.sqrt(dot(off_line, off_line)), 0)
-    wide = jnp.argmax(widths)
+    wide = first_argmax(widths)
     plane_normal = jnp.cross(axis, off_line[wide] / jnp.where(widths[wide] > 0, widths[wide], 1))
     dimension = jnp.where(lengths[far] <= tolerance, FeatureDim.VERTEX,
                           jnp.where(widths[wide] <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))

@@ -24,3 +24,30 @@ def compute_where(active, compute, operands):
         return jnp.zeros((), bool), carried, compute(carried)
 
     return jax.lax.while_loop(lambda carry: carry[0], body, (jnp.asarray(active), operands, zeros))[2]
+
+
+def update_rows(active, compute, operands, outputs, capacity: int):
+    """`outputs` (a pytree, leading axis T on every leaf) with each row where `active` (T,) bool replaced
+    by `compute` of that row of `operands` (a pytree, leading axis T): `compute` maps one row's operands
+    to one row of `outputs`.
+
+    The active rows are gathered `capacity` at a time and `compute` runs vmapped on those lanes only, in
+    a loop of ceil(count / capacity) trips (none where no row is active). Under an outer `vmap` the loop
+    runs as many trips as the batch's busiest member needs. Lanes past the last active row recompute the
+    last row and are dropped. Not differentiable (a while loop): use it for primal work only.
+    """
+    size = active.shape[0]
+    capacity = max(1, min(capacity, size))
+    order = jnp.nonzero(active, size=size + capacity, fill_value=size)[0].astype(jnp.int32)
+
+    def body(carry):
+        start, outputs = carry
+        rows = jax.lax.dynamic_slice(order, (start,), (capacity,))
+        taken = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(rows, size - 1)], operands)
+        computed = jax.vmap(compute)(taken)
+        outputs = jax.tree_util.tree_map(lambda out, new: out.at[rows].set(new, mode="drop"), outputs,
+                                         computed)
+        return start + capacity, outputs
+
+    count = jnp.sum(active, dtype=jnp.int32)
+    return jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), outputs))[1]

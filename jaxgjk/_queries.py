@@ -16,7 +16,7 @@ from ._pose import Pose
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
 from ._solve import solve
-from ._tangent import differentiable_query
+from ._tangent import differentiable_query, differentiable_signed_rows
 
 
 def checked_config(config: Config | None, shape_a, pose_a, shape_b, pose_b) -> Config:
@@ -63,6 +63,27 @@ def signed_distance(a, pose_a, b, pose_b, *, config: Config | None = None,
     """
     config = checked_config(config, a, pose_a, b, pose_b)
     return differentiable_query(config, QueryMode.SIGNED, a, pose_a, b, pose_b, warm_start, None)
+
+
+def signed_distance_rows(shapes_a, poses_a, shapes_b, poses_b, *, config: Config | None = None,
+                         epa_capacity: int = 8) -> DistanceResult:
+    """`signed_distance` of T pairs at once: shapes and poses with a leading axis T on every leaf (one
+    shape kind per side), the same results and derivatives as ``jax.vmap(signed_distance)``.
+
+    EPA runs on the overlapping pairs only, gathered `epa_capacity` at a time, instead of on every lane
+    of the batch (under `vmap` a loop runs for all lanes while any needs it). Pays where few pairs of a
+    batch overlap: a robot's self and obstacle pairs at one configuration. Under an outer `vmap` (over
+    configurations, say) each member gathers its own overlapping pairs.
+
+    Returns:
+        `DistanceResult` with leading axis T.
+    """
+    def check_row(*pair):  # the one-pair checks on a row (trace time only)
+        checked_config(config, *pair)
+
+    jax.eval_shape(jax.vmap(check_row), shapes_a, poses_a, shapes_b, poses_b)
+    config = Config() if config is None else config
+    return differentiable_signed_rows(config, epa_capacity, shapes_a, poses_a, shapes_b, poses_b)
 
 
 def intersect(a, pose_a, b, pose_b, *, config: Config | None = None):

@@ -20,7 +20,7 @@ from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
 from ._tolerance import VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
-from ._vector import unit_vector
+from ._vector import dot, first_argmax, first_argmin, unit_vector
 
 
 class Shape(abc.ABC):
@@ -141,7 +141,8 @@ def nearest_tied_vertex(vertices, scores, direction, hint):
     rounding = (VERTEX_TIE_ROUNDINGS * epsilon(scores.dtype) * jnp.linalg.norm(direction)
                 * jnp.max(jnp.abs(vertices)))
     tied = scores >= jnp.max(scores) - rounding
-    return vertices[jnp.argmin(jnp.where(tied, jnp.sum((vertices - hint) ** 2, axis=-1), jnp.inf))]
+    offsets = vertices - hint
+    return vertices[first_argmin(jnp.where(tied, dot(offsets, offsets), jnp.inf))]
 
 
 @pytree_dataclass
@@ -385,7 +386,7 @@ class Polytope(Shape):
         return convex_hull(vertices)
 
     def _scores(self, direction):
-        scores = self.vertices @ direction
+        scores = dot(self.vertices, direction)
         if self.mask is None:
             return scores
         return jnp.where(self.mask, scores, -jnp.inf)
@@ -394,7 +395,7 @@ class Polytope(Shape):
         return False
 
     def core_support(self, direction):
-        return self.vertices[jnp.argmax(self._scores(direction))].astype(direction.dtype)
+        return self.vertices[first_argmax(self._scores(direction))].astype(direction.dtype)
 
     def core_support_near(self, direction, hint):
         vertex = nearest_tied_vertex(self.vertices, self._scores(direction), direction, hint)

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._tolerance import FLAT_TRIANGLE_ROUNDINGS, epsilon, power_of_two_scale
+from ._vector import first_argmin
 
 EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
 TRIANGLES = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
@@ -128,7 +129,7 @@ def closest_point(points, mask, required=None):
     if required is not None:
         valid &= ~jnp.any(required & ~_MEMBERS, axis=-1)
     norm_sq = jnp.where(valid, jnp.sum(projections * projections, axis=-1), jnp.inf)
-    best = jnp.argmin(norm_sq)
+    best = first_argmin(norm_sq)
     return projections[best] * inverse, weights[best], jnp.asarray(_MEMBERS)[best]
 
 

@@ -7,7 +7,9 @@
 4. `world_result`: the margins, the world frame, the final status, the closest features, and the
    documented placeholders for invalid input.
 
-`solve` runs them in order; the tangent rule (`_tangent`) differentiates the final contact's simplex.
+`solve` runs them in order (`core_contact` is stage 2 before EPA, `finished` stages 3 and 4);
+`solve_signed_rows` runs them on rows of pairs with EPA gathered onto the overlapping ones. The tangent
+rule (`_tangent`) differentiates the final contact's simplex.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
 from ._epa import epa
 from ._features import FeatureDim, feature_without_vertices
+from ._gate import update_rows
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._pose import Pose, normalized_quaternion
@@ -105,10 +108,13 @@ def prepare(shape_a, pose_a, shape_b, pose_b) -> Prepared:
     shape_a, pose_a, shape_b, pose_b = cast((shape_a, pose_a, shape_b, pose_b), dtype)
     _, rotation_a_ok = normalized_quaternion(pose_a.rotation)
     _, rotation_b_ok = normalized_quaternion(pose_b.rotation)
-    is_valid = (_all_finite((shape_a, pose_a, shape_b, pose_b)) & shape_a.is_valid()
-                & shape_b.is_valid() & rotation_a_ok & rotation_b_ok
-                & ~(is_half_space(shape_a) & is_half_space(shape_b)))
-    shape_a, pose_a, shape_b, pose_b = _sanitize((shape_a, pose_a, shape_b, pose_b), is_valid)
+    shapes_valid = (_all_finite((shape_a, shape_b)) & shape_a.is_valid() & shape_b.is_valid()
+                    & ~(is_half_space(shape_a) & is_half_space(shape_b)))
+    is_valid = shapes_valid & _all_finite((pose_a, pose_b)) & rotation_a_ok & rotation_b_ok
+    # The shapes by their own validity: shapes shared by a batch of poses (a robot's hulls under a vmap
+    # over configurations) then stay unbatched, not copied for every pose.
+    shape_a, shape_b = _sanitize((shape_a, shape_b), shapes_valid)
+    pose_a, pose_b = _sanitize((pose_a, pose_b), is_valid)
     rotation_a = pose_a.rotation_matrix()
     rotation_b = pose_b.rotation_matrix()
     pair = RelativePair(shape_a, shape_b, rotation_a.T @ rotation_b,
@@ -314,29 +320,67 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
     return result, jnp.where(is_valid, tangent_scale, 0).astype(dtype)
 
 
+def core_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start, distance_upper_bound):
+    """The cores' contact before EPA, the `Prepared` the loops run on, and the normal's response.
+
+    A specialised solver's contact where the pair's kinds have one (final, with loops None: no EPA and
+    no refinement follow; its response (3, 3) world frame, or None), else GJK's (response None).
+    """
+    margin = prepared.shape_a.margin() + prepared.shape_b.margin()
+    specialised = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
+    if specialised is not None:
+        contact, response = specialised
+        if response is not None:
+            rotation = prepared.pose_a.rotation_matrix()
+            response = rotation @ response @ rotation.T
+        return for_mode(contact, mode, margin, distance_upper_bound), None, response
+    loops = dataclasses.replace(prepared, pair=bounded(prepared.pair))
+    return gjk_contact(config, mode, loops, warm_start, distance_upper_bound), loops, None
+
+
+def finished(config: Config, mode: QueryMode, prepared: Prepared, loops: Prepared | None, contact: Contact,
+             response, distance_upper_bound) -> Solution:
+    """The `Solution` from the cores' final contact (after EPA) and `core_contact`'s response:
+    refinement and half-spaces where the loops ran (`loops` not None), then `world_result`."""
+    if loops is not None:
+        contact, response = refined_contact(config, mode, loops, contact)
+        half_spaces = packed_half_space_contact(prepared.pair)
+        if half_spaces is not None:
+            lanes, half_space = half_spaces
+            margin = prepared.shape_a.margin() + prepared.shape_b.margin()
+            half_space = for_mode(half_space, mode, margin, distance_upper_bound)
+            contact = jax.tree_util.tree_map(lambda x, y: jnp.where(lanes, x, y), half_space, contact)
+    result, tangent_scale = world_result(config, mode, prepared, contact)
+    return Solution(result, contact.normal_kind.astype(jnp.int32), tangent_scale, response)
+
+
 def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, warm_start,
           distance_upper_bound) -> Solution:
     """The primal solution of one query on one pair (the stages above, in order)."""
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
     config = config.resolved(prepared.dtype)
-    margin = prepared.shape_a.margin() + prepared.shape_b.margin()
-    specialised = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
-    if specialised is not None:
-        contact, response = specialised
-        contact = for_mode(contact, mode, margin, distance_upper_bound)
-        if response is not None:
-            rotation = prepared.pose_a.rotation_matrix()
-            response = rotation @ response @ rotation.T
-    else:
-        loops = dataclasses.replace(prepared, pair=bounded(prepared.pair))
-        contact = gjk_contact(config, mode, loops, warm_start, distance_upper_bound)
-        if mode is QueryMode.SIGNED:
-            contact = epa_contact(config, loops, contact)
-        contact, response = refined_contact(config, mode, loops, contact)
-        half_spaces = packed_half_space_contact(prepared.pair)
-        if half_spaces is not None:
-            lanes, half_space = half_spaces
-            half_space = for_mode(half_space, mode, margin, distance_upper_bound)
-            contact = jax.tree_util.tree_map(lambda x, y: jnp.where(lanes, x, y), half_space, contact)
-    result, tangent_scale = world_result(config, mode, prepared, contact)
-    return Solution(result, contact.normal_kind.astype(jnp.int32), tangent_scale, response)
+    contact, loops, response = core_contact(config, mode, prepared, warm_start, distance_upper_bound)
+    if loops is not None and mode is QueryMode.SIGNED:
+        contact = epa_contact(config, loops, contact)
+    return finished(config, mode, prepared, loops, contact, response, distance_upper_bound)
+
+
+def solve_signed_rows(config: Config, shapes_a, poses_a, shapes_b, poses_b, epa_capacity: int) -> Solution:
+    """`solve` of the signed query on T pairs (leading axis T on every input leaf), with EPA run on the
+    overlapping pairs only, gathered `epa_capacity` at a time (`_gate.update_rows`).
+
+    Under `vmap` EPA's loops run for every lane of the batch as long as any lane needs them; here only
+    the overlapping pairs take lanes, so a batch where a few pairs of many overlap (a robot's pairs at
+    one configuration) pays EPA for `epa_capacity` lanes, not T. Same results as `vmap(solve)`.
+    Returns the `Solution` with leading axis T.
+    """
+    prepared = jax.vmap(prepare)(shapes_a, poses_a, shapes_b, poses_b)
+    config = config.resolved(prepared.dtype)
+    contact, loops, response = jax.vmap(
+        lambda p: core_contact(config, QueryMode.SIGNED, p, None, None))(prepared)
+    if loops is not None:
+        contact = update_rows(contact.status == Status.INTERSECTING,
+                              lambda operands: epa_contact(config, *operands), (loops, contact), contact,
+                              epa_capacity)
+    return jax.vmap(lambda *stages: finished(config, QueryMode.SIGNED, *stages, None))(prepared, loops,
+                                                                                      contact, response)

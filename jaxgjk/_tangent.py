@@ -17,7 +17,7 @@ import numpy as np
 from ._contact import NormalKind
 from ._result import DistanceResult, Simplex
 from ._simplex import face_weights
-from ._solve import cast, solve
+from ._solve import cast, solve, solve_signed_rows
 from ._vector import unit_vector
 
 
@@ -98,21 +98,19 @@ def differentiable_query(config, mode, shape_a, pose_a, shape_b, pose_b, warm_st
                  distance_upper_bound).result
 
 
-@differentiable_query.defjvp
-def _differentiable_query_jvp(config, mode, primals, tangents):
-    shape_a, pose_a, shape_b, pose_b, warm_start, distance_upper_bound = primals
-    solution = solve(config, mode, *primals)
+def query_tangent(inputs, input_tangents, solution) -> DistanceResult:
+    """The tangent `DistanceResult` of one pair's query at its primal `solution` (`_solve.Solution`):
+    `witness` differentiated along `input_tangents` of `inputs` (shape_a, pose_a, shape_b, pose_b)."""
     result = solution.result
     dtype = result.distance.dtype
-    inputs = cast((shape_a, pose_a, shape_b, pose_b), dtype)
-    input_tangents = cast(tangents[:4], dtype)
+    inputs, input_tangents = cast(inputs, dtype), cast(input_tangents, dtype)
     simplex = jax.lax.stop_gradient(result.simplex)
     kind = solution.normal_kind
     _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
         lambda *args: witness(*args, simplex, result.normal, kind, solution.normal_response), inputs,
         input_tangents)
     scale = solution.tangent_scale
-    tangent = DistanceResult(
+    return DistanceResult(
         distance=scale * d_distance,
         point_a=scale * d_point_a,
         point_b=scale * d_point_b,
@@ -123,4 +121,22 @@ def _differentiable_query_jvp(config, mode, primals, tangents):
         feature_a=zero_tangent(result.feature_a),
         feature_b=zero_tangent(result.feature_b),
     )
-    return result, tangent
+
+
+@differentiable_query.defjvp
+def _differentiable_query_jvp(config, mode, primals, tangents):
+    solution = solve(config, mode, *primals)
+    return solution.result, query_tangent(primals[:4], tangents[:4], solution)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def differentiable_signed_rows(config, epa_capacity, shapes_a, poses_a, shapes_b, poses_b) -> DistanceResult:
+    """The signed query on T pairs (leading axis T on every input leaf), EPA gathered on the
+    overlapping pairs (`_solve.solve_signed_rows`); the tangent rule of each pair as for one pair."""
+    return solve_signed_rows(config, shapes_a, poses_a, shapes_b, poses_b, epa_capacity).result
+
+
+@differentiable_signed_rows.defjvp
+def _differentiable_signed_rows_jvp(config, epa_capacity, primals, tangents):
+    solution = solve_signed_rows(config, *primals, epa_capacity)
+    return solution.result, jax.vmap(query_tangent)(primals, tangents, solution)

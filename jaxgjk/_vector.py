@@ -17,6 +17,21 @@ def dot(a, b):
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
+def first_argmax(values):
+    """Index () int32 of the first largest entry of `values` (N,); 0 where none compares equal to the
+    maximum (a NaN entry). As `jnp.argmax` on finite values, but written as two plain reductions (max,
+    then min of the matching indices): XLA:CPU runs argmax's (value, index) reduction an order of
+    magnitude slower, and a polytope's support is one argmax over its vertices."""
+    size = values.shape[0]
+    first = jnp.min(jnp.where(values == jnp.max(values), jnp.arange(size, dtype=jnp.int32), size))
+    return jnp.where(first < size, first, 0)
+
+
+def first_argmin(values):
+    """Index () int32 of the first least entry of `values` (N,) (`first_argmax` of the negation)."""
+    return first_argmax(-values)
+
+
 def largest_abs(a):
     """The largest |component| of the 3-vectors `a` (..., 3): (...)."""
     return jnp.maximum(jnp.maximum(jnp.abs(a[..., 0]), jnp.abs(a[..., 1])), jnp.abs(a[..., 2]))

@@ -1,10 +1,11 @@
-"""`_gate.compute_where`: a batch-wide skip that keeps per-pair results."""
+"""`_gate.compute_where`: a batch-wide skip that keeps per-pair results; `_gate.update_rows`: work on
+the active rows only, gathered a few at a time."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgjk._gate import compute_where
+from jaxgjk._gate import compute_where, update_rows
 
 
 def _counting_square():
@@ -37,3 +38,28 @@ def test_a_batch_without_active_pairs_skips_the_work():
     jax.block_until_ready(kernel(jnp.arange(4) == 2, jnp.arange(4.0)))
     jax.effects_barrier()
     assert calls == [1]  # one trip for the whole batch
+
+
+def test_update_rows_replaces_the_active_rows_only_in_trips_of_capacity():
+    trips = []
+
+    def negate_active(active, x):
+        def compute(row):
+            jax.debug.callback(lambda: trips.append(1))
+            return -row
+
+        return update_rows(active, compute, x, x, 2)
+
+    kernel = jax.jit(negate_active)
+    x = jnp.arange(7.0)
+    active = jnp.array([False, True, True, False, True, False, True])
+    np.testing.assert_array_equal(kernel(active, x), [0, -1, -2, 3, -4, 5, -6])
+    jax.effects_barrier()
+    assert trips == [1, 1]  # four active rows: two trips of two lanes
+    trips.clear()
+    np.testing.assert_array_equal(kernel(jnp.zeros(7, bool), x), x)
+    jax.effects_barrier()
+    assert trips == []
+    # Under an outer vmap each member gathers its own rows; the busiest sets the trips.
+    batched = jax.jit(jax.vmap(negate_active))(jnp.stack([active, jnp.arange(7) == 5]), jnp.stack([x, x]))
+    np.testing.assert_array_equal(batched, [[0, -1, -2, 3, -4, 5, -6], [0, 1, 2, 3, 4, -5, 6]])

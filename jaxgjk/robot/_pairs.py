@@ -146,14 +146,14 @@ def _concatenate(trees):
                                                                     *trees)
 
 
-def evaluate(query, plan: PairPlan, shapes, poses, **kwargs):
+def evaluate(query, plan: PairPlan, shapes, poses):
     """`query` on every geometry pair of `plan`, results concatenated along a leading axis.
 
     Args:
-        query: `jaxgjk.signed_distance`, `distance` or `intersect`.
+        query: a query on rows of pairs, (shapes_a, poses_a, shapes_b, poses_b) with a leading axis T
+            on every leaf to results with a leading axis T: ``jax.vmap(jaxgjk.intersect)``, say.
         shapes: every source's shape stack (leading axis on every leaf), in `plan`'s source order.
         poses: every source's world `Pose` stack, likewise.
-        kwargs: passed to the query (`config=`).
     """
     stacks = [(_concatenate([shapes[s] for s in members]), _concatenate([poses[s] for s in members]))
               for members in plan.classes]
@@ -161,7 +161,7 @@ def evaluate(query, plan: PairPlan, shapes, poses, **kwargs):
     for task in plan.tasks:
         shapes_a, poses_a = _take(stacks[task.class_a], task.rows_a)
         shapes_b, poses_b = _take(stacks[task.class_b], task.rows_b)
-        result = jax.vmap(functools.partial(query, **kwargs))(shapes_a, poses_a, shapes_b, poses_b)
+        result = query(shapes_a, poses_a, shapes_b, poses_b)
         if task.swapped.any() and isinstance(result, DistanceResult):
             result = _exchange_rows(result, task.swapped)
         outputs.append(result)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._dataclass import pytree_dataclass, static_field
 from .._pose import Pose
-from .._queries import intersect, signed_distance
+from .._queries import intersect, signed_distance_rows
 from .._result import Config, DistanceResult
 from .._tolerance import float_dtype
 from ._geometry import CLIMBING_ABOVE, build_groups
@@ -30,6 +30,9 @@ from ._urdf import read_urdf
 
 # Configurations sampled for the allowed-collision matrix (pairs in contact at all of them are skipped).
 DEFAULT_ACM_SAMPLES = 256
+# Overlapping geometry pairs of one shape-class pair given EPA lanes at once, per configuration
+# (`jaxgjk._queries.signed_distance_rows`; more loop trips where more overlap).
+EPA_CAPACITY = 8
 
 
 def collision_penalty(distance, margin):
@@ -267,9 +270,9 @@ class Robot:
 def _distances(robot, q, obstacles, obstacle_poses, base_pose, config):
     plan = robot._plan(obstacles, [np.shape(poses.translation)[0] for poses in obstacle_poses])
     geometry_poses = geometry_world_poses(robot.groups, robot.kinematics.link_poses(q, base_pose))
-    kwargs = {} if config is None else {"config": config}
-    flat = evaluate(signed_distance, plan, [group.shapes for group in robot.groups] + list(obstacles),
-                    geometry_poses + list(obstacle_poses), **kwargs)
+    query = functools.partial(signed_distance_rows, config=config, epa_capacity=EPA_CAPACITY)
+    flat = evaluate(query, plan, [group.shapes for group in robot.groups] + list(obstacles),
+                    geometry_poses + list(obstacle_poses))
     return RobotDistances(jnp.asarray(plan.pairs, jnp.int32), nearest_per_pair(flat, plan.table))
 
 
@@ -280,8 +283,8 @@ def _contacts(robot, qs):
 
     def one(q):
         poses = geometry_world_poses(robot.groups, robot.kinematics.link_poses(q, robot.base_pose))
-        return any_per_pair(evaluate(intersect, plan, [group.shapes for group in robot.groups], poses),
-                            plan.table)
+        shapes = [group.shapes for group in robot.groups]
+        return any_per_pair(evaluate(jax.vmap(intersect), plan, shapes, poses), plan.table)
 
     return jax.vmap(one)(qs)
 
