@@ -15,7 +15,7 @@ Reports, per kind pair: cases, how many gradients agree with the exact normal to
 the gradient w.r.t. B's translation of the pair (A, B) and of the pair (B, A) (the same function: the
 pair (B, A) reports the opposite normal, and its distance is the same).
 
-    python benchmarks/normal_accuracy.py [--cases 64] [--wrap plain|affine|rounded] [--exchange] \
+    python -m benchmarks.normal_accuracy [--cases 64] [--wrap plain|affine|rounded] [--exchange] \
         [--cache FILE] [--out benchmarks/results/normal_accuracy.md]
 
 imports the checkout's `jaxgjk` (or the one under $JAXGJK_ROOT, e.g. an exported older commit).
@@ -34,13 +34,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path[:0] = [os.environ.get("JAXGJK_ROOT", ROOT), os.path.join(ROOT, "tests")]
-from exact_normal import exact_normal  # noqa: E402
-from reference import support_function  # noqa: E402
-from shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape  # noqa: E402
-
+# JAXGJK_ROOT (optional): the parent directory of an older jaxgjk to measure instead of this checkout's.
+if "JAXGJK_ROOT" in os.environ:
+    sys.path.insert(0, os.environ["JAXGJK_ROOT"])
 import jaxgjk as jg  # noqa: E402
+from tests.exact_normal import exact_normal  # noqa: E402
+from tests.reference import support_function  # noqa: E402
+from tests.shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -180,7 +180,7 @@ def main():
              f"kind pair, seed {args.seed}, jax {jax.__version__}, "
              f"jaxgjk from {os.path.dirname(jg.__file__)})",
              "",
-             f"    {' '.join(['python benchmarks/normal_accuracy.py'] + sys.argv[1:])}", "",
+             f"    {' '.join(['python -m benchmarks.normal_accuracy'] + sys.argv[1:])}", "",
              f"Reference {reference_time:.0f} s; jaxgjk (compile + run) float64 {timings[np.float64]:.0f} s, "
              f"float32 {timings[np.float32]:.0f} s.", "",
              "Reference beaten (jaxgjk's float64 normal certifies a larger g: left out): "

@@ -5,7 +5,7 @@ Pairs from `epa_convergence.random_batch` (seed 1: separated and overlapping). T
 of `--repeats` timed calls; compile time is `.lower(...).compile()`. Run it once on this checkout and
 once on an older one (JAXGJK_ROOT=<exported jaxgjk parent>) to compare.
 
-    python benchmarks/refine_cost.py [--pairs 2000] [--kinds ell-ell,cyl-cone,cone-cone,box-cone]
+    python -m benchmarks.refine_cost [--pairs 2000] [--kinds ell-ell,cyl-cone,cone-cone,box-cone]
 """
 
 from __future__ import annotations
@@ -15,15 +15,17 @@ import os
 import sys
 import time
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.environ.get("JAXGJK_ROOT", ROOT))
+# JAXGJK_ROOT (optional): the parent directory of an older jaxgjk to measure instead of this checkout's.
+if "JAXGJK_ROOT" in os.environ:
+    sys.path.insert(0, os.environ["JAXGJK_ROOT"])
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from epa_convergence import cast, random_batch  # noqa: E402
-from refine_normal import best_time  # noqa: E402
 
 import jaxgjk as jg  # noqa: E402
+
+from .epa_convergence import cast, random_batch  # noqa: E402
+from .refine_normal import best_time  # noqa: E402
 
 
 def main():

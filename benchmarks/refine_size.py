@@ -1,7 +1,7 @@
 """A load-independent view of what the normal refinement costs: the size of the lowered (StableHLO)
 program of jit(signed_distance) for one pair, refinement on and off, a few kind pairs, float32.
 
-    python benchmarks/refine_size.py   (JAXGJK_ROOT=<exported older jaxgjk parent> to compare)
+    python -m benchmarks.refine_size   (JAXGJK_ROOT=<exported older jaxgjk parent> to compare)
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.environ.get("JAXGJK_ROOT", ROOT))
+# JAXGJK_ROOT (optional): the parent directory of an older jaxgjk to measure instead of this checkout's.
+if "JAXGJK_ROOT" in os.environ:
+    sys.path.insert(0, os.environ["JAXGJK_ROOT"])
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -275,8 +275,8 @@ def test_cone_slant_and_affine_gradients_are_the_exact_normal():
     penetrating, and `Affine` images of curved shapes (an ellipsoid, a ball, a cylinder's side, a cone's
     rim) against each kind: the distance gradient is the exact normal to 1e-6 and central differences
     agree to 1e-6 (the loops alone: ~1e-5 off on the slant)."""
-    from exact_normal import exact_normal
-    from shape_samples import PRIMITIVE_KINDS, random_shape
+    from .exact_normal import exact_normal
+    from .shape_samples import PRIMITIVE_KINDS, random_shape
 
     rng = np.random.default_rng(21)
     identity = (np.eye(3), np.zeros(3))
@@ -329,7 +329,7 @@ def test_composite_gradients_are_the_exact_normal():
     ellipsoid, separated and penetrating, where one member's smooth point holds the contact (the
     patches between members are redrawn): gradient = exact normal to 1e-6, jacfwd = jacrev, central
     differences agree."""
-    from exact_normal import exact_normal
+    from .exact_normal import exact_normal
 
     rng = np.random.default_rng(22)
     rows, normals, labels = [], [], []
