@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._closest import nearly_parallel
-from ._colliders import _apart, _padded_simplex, box_feature_simplex, closed_contact, parallelogram
+from ._colliders import box_feature_simplex, closed_contact, is_apart, padded_simplex, parallelogram
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
@@ -106,7 +106,7 @@ def _sided_simplex(vertex_on_a, vertex, feature) -> Simplex:
     slots = jnp.broadcast_to(vertex[0], (3, 3)), jnp.broadcast_to(vertex[1], (3, 3))
     side_a = [jnp.where(vertex_on_a, v, f) for v, f in zip(slots, (directions, corners), strict=True)]
     side_b = [jnp.where(vertex_on_a, f, v) for v, f in zip(slots, (directions, corners), strict=True)]
-    return _padded_simplex(*side_a, *side_b, weights, mask)
+    return padded_simplex(*side_a, *side_b, weights, mask)
 
 
 def _face_contact(rotation, translation, half_face, half_other, axis, sign, tolerance):
@@ -205,7 +205,7 @@ def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal)
     t = fraction(dot(jnp.cross(offset, along_a), cross) / cross_sq_safe, half_edge_b)
     corners, weights = parallelogram(s, t)
     index_a, index_b = corners[:, 0], corners[:, 1]
-    simplex = _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
+    simplex = padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
                               weights, jnp.ones(3, bool))
     points = ends_a[0] + s * (ends_a[1] - ends_a[0]), ends_b[0] + t * (ends_b[1] - ends_b[0])
     return simplex, points, ~nearly_parallel(along_a, along_b) & (half_edge_a > 0) & (half_edge_b > 0)
@@ -292,7 +292,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
                          s_face >= s_edge - tolerance)
     use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
     corner_gap = gap(corner_points)
-    corner_normal = jnp.where(_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
+    corner_normal = jnp.where(is_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
     distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
     # Apart, every candidate's length bounds the distance from above and s_max from below; the nearest
     # candidate is the closest pair, so its length is the distance to rounding.

@@ -19,6 +19,8 @@ ends by ±z), so the tangent rule (`_tangent`) differentiates it exactly as it d
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -124,7 +126,7 @@ def packed_half_space_contact(pair: RelativePair):
     return lanes, contact
 
 
-def _padded_simplex(directions_a, points_a, directions_b, points_b, weights, mask) -> Simplex:
+def padded_simplex(directions_a, points_a, directions_b, points_b, weights, mask) -> Simplex:
     """A `Simplex` from k ≤ 4 rows ((k, 3) or (k,) each), padded to 4 slots."""
     def pad(leaf):
         return jnp.concatenate([leaf, jnp.zeros((4 - leaf.shape[0],) + leaf.shape[1:], leaf.dtype)])
@@ -147,7 +149,7 @@ def _segment_ends(half_length, dtype):
     return directions * half_length, directions
 
 
-def _apart(gap, resolution):
+def is_apart(gap, resolution):
     """Whether the cores' witness points `gap` (3,) apart are farther apart than rounding: their
     direction is then the normal; within rounding it is noise, and the touching cores' own normal
     (the crossing of two segments, a direction across a segment) holds instead."""
@@ -159,11 +161,11 @@ def _point_point(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     del core_a, core_b
     gap = pair.translation
     dtype = gap.dtype
-    apart = _apart(gap, resolution)
+    apart = is_apart(gap, resolution)
     normal = unit_vector(gap)
     normal = jnp.where(apart, normal, jnp.array([0, 0, 1], dtype))  # coincident: any direction
     zero = jnp.zeros((1, 3), dtype)
-    simplex = _padded_simplex(normal[None], zero, (-pair.rotation.T @ normal)[None], zero,
+    simplex = padded_simplex(normal[None], zero, (-pair.rotation.T @ normal)[None], zero,
                               jnp.ones(1, dtype), jnp.ones(1, bool))
     return closed_contact(dot(normal, gap), normal, simplex, zero[0], zero[0],
                           jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
@@ -178,14 +180,14 @@ def _point_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     along = point_segment(jnp.zeros(3, dtype), start, end)
     closest = start + along * (end - start)
     normal = unit_vector(closest)
-    apart = _apart(closest, resolution)
+    apart = is_apart(closest, resolution)
     # The point on the segment: every direction across the segment separates alike.
     axis = unit_vector(end - start)
     normal = jnp.where(apart, normal, perpendicular(jnp.where(jnp.any(axis != 0), axis,
                                                               jnp.array([0, 0, 1], dtype))))
     weights = jnp.stack([1 - along, along])
     zeros = jnp.zeros((2, 3), dtype)
-    simplex = _padded_simplex(jnp.stack([normal, normal]), zeros, directions_b, ends_b, weights,
+    simplex = padded_simplex(jnp.stack([normal, normal]), zeros, directions_b, ends_b, weights,
                               jnp.stack([along < 1, along > 0]))
     return closed_contact(dot(normal, closest), normal, simplex, zeros[0], weights @ ends_b,
                           jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
@@ -235,7 +237,7 @@ def segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype
                           jnp.stack([1 - t, t, zero])], jnp.stack([jnp.ones((), dtype), zero, zero]))
     count = jnp.select([inside_a & inside_b, inside_a | inside_b], [3, 2], 1)
     mask = jnp.arange(3) < count
-    return _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
+    return padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
                            weights, mask)
 
 
@@ -251,7 +253,7 @@ def _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, d
     along = point_segment(jnp.zeros(3, dtype), first, second)
     index_a = jnp.array([0, 1])
     index_b = jnp.stack([far_b, near_b])
-    return _padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
+    return padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
                            jnp.stack([1 - along, along]), jnp.ones(2, bool))
 
 
@@ -272,7 +274,7 @@ def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     point_a, point_b = simplex.weights @ simplex.points_a, simplex.weights @ simplex.points_b
     gap = pair.rotation @ point_b + pair.translation - point_a
     normal = unit_vector(gap)
-    apart = _apart(gap, resolution)
+    apart = is_apart(gap, resolution)
     # Cores that cross (or lie on one line) separate fastest across both: the parallelogram's normal,
     # towards B's centre; on one line, any direction across it.
     towards_b = jnp.where(dot(crossing, pair.translation) < 0, -1, 1) * crossing
@@ -342,7 +344,7 @@ def _point_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     kind = jnp.select([~inside, count == 3], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
                       NormalKind.FIXED)
     zeros = jnp.zeros((3, 3), dtype)
-    simplex = _padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions, corners, weights, mask)
+    simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions, corners, weights, mask)
     return closed_contact(distance, normal, simplex, zeros[0], point_b, kind)
 
 
@@ -361,7 +363,7 @@ def _half_space(pair: RelativePair, shape_a: Shape) -> Contact:
     step = jnp.maximum(jnp.max(jnp.abs(foot)), 1)
     points_b = jnp.stack([foot, foot.at[0].add(step), foot.at[1].add(step)])
     normal = -outward
-    simplex = _padded_simplex(jnp.broadcast_to(-outward, (3, 3)), jnp.broadcast_to(deepest, (3, 3)),
+    simplex = padded_simplex(jnp.broadcast_to(-outward, (3, 3)), jnp.broadcast_to(deepest, (3, 3)),
                               jnp.broadcast_to(jnp.array([0, 0, 1], dtype), (3, 3)), points_b,
                               jnp.array([1, 0, 0], dtype), jnp.ones(3, bool))
     return closed_contact(height, normal, simplex, deepest, foot, NormalKind.FROM_FACE)
@@ -396,9 +398,7 @@ def _with_response(contact: Contact, pair: RelativePair):
     smooth = (contact.normal_kind == NormalKind.SMOOTH) & definite
     kind = jnp.where((contact.normal_kind == NormalKind.SMOOTH) & ~definite, NormalKind.FROM_CLOSEST,
                      contact.normal_kind)
-    contact = Contact(contact.distance, contact.normal, contact.simplex, contact.point_a, contact.point_b,
-                      contact.status, contact.iterations, kind.astype(jnp.int32), contact.refinable)
-    return contact, jnp.where(smooth, response, 0)
+    return dataclasses.replace(contact, normal_kind=kind.astype(jnp.int32)), jnp.where(smooth, response, 0)
 
 
 def specialised_contact(specialised: bool, pair: RelativePair, resolution):

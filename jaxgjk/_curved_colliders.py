@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._colliders import _apart, _padded_simplex, closed_contact
+from ._colliders import closed_contact, is_apart, padded_simplex
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._vector import dot, unit_vector
@@ -95,9 +95,9 @@ def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
                          cap_weights)
     count = jnp.select([rim, side], [1, 2], 3)
     zeros = jnp.zeros((3, 3), dtype)
-    simplex = _padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
+    simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
                               jnp.arange(3) < count)
-    apart = _apart(closest - point, resolution)
+    apart = is_apart(closest - point, resolution)
     kind = jnp.select([cap, apart & rim, apart], [NormalKind.FROM_FACE, NormalKind.SMOOTH,
                                                   NormalKind.FROM_CLOSEST], NormalKind.FIXED)
     return closed_contact(distance, normal, simplex, zeros[0], closest, kind)
@@ -159,7 +159,7 @@ def point_ellipsoid(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     closest, outward = ellipsoid_closest(point, core_b.radii)
     normal = -pair.rotation @ outward
     zeros = jnp.zeros((1, 3), dtype)
-    simplex = _padded_simplex(normal[None], zeros, outward[None], closest[None], jnp.ones(1, dtype),
+    simplex = padded_simplex(normal[None], zeros, outward[None], closest[None], jnp.ones(1, dtype),
                               jnp.ones(1, bool))
-    kind = jnp.where(_apart(closest - point, resolution), NormalKind.SMOOTH, NormalKind.FIXED)
+    kind = jnp.where(is_apart(closest - point, resolution), NormalKind.SMOOTH, NormalKind.FIXED)
     return closed_contact(dot(outward, point - closest), normal, simplex, zeros[0], closest, kind)

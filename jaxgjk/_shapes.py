@@ -574,15 +574,19 @@ class ConvexHull(Shape):
 
     shapes: tuple
 
-    def core_support(self, direction):
+    def _member_supports(self, direction):
+        """Each member's support point (M, 3), their values along `direction` (M,), and the winner ()."""
         points = jnp.stack([shape.support(direction) for shape in self.shapes])
-        return points[jnp.argmax(points @ direction)]
+        values = points @ direction
+        return points, values, jnp.argmax(values)
+
+    def core_support(self, direction):
+        points, _, winner = self._member_supports(direction)
+        return points[winner]
 
     def core_point_like(self, direction, relative_tolerance):
         # One member's point, clear of the others' support planes (a tie is a flat patch between them).
-        points = jnp.stack([shape.support(direction) for shape in self.shapes])
-        values = points @ direction
-        winner = jnp.argmax(values)
+        _, values, winner = self._member_supports(direction)
         clear = jnp.sum(values >= values[winner] - relative_tolerance * self.reach()) == 1
         dimensions = jnp.stack([shape.feature(direction, relative_tolerance).dimension
                                 for shape in self.shapes])
