@@ -33,6 +33,7 @@ from ._shapes import (
     Sphere,
 )
 from ._tolerance import float_dtype
+from ._vector import select
 
 
 def _symmetric(extent):
@@ -100,8 +101,8 @@ def _packed(shape, rotation):
     ranges = [_offsets(primitive, rotation) for primitive in shape.primitives()]
     kind = jnp.clip(shape.kind, 0, len(ranges) - 1)
     return jax.tree_util.tree_map(
-        lambda *leaves: jnp.select([kind == index for index in range(len(leaves) - 1)], leaves[:-1],
-                                   leaves[-1]), *ranges)
+        lambda *leaves: select([kind == index for index in range(len(leaves) - 1)], leaves[:-1],
+                               leaves[-1]), *ranges)
 
 
 def _half_space(shape, rotation):

@@ -54,7 +54,7 @@ from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
 from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon
-from ._vector import dot, unit_vector
+from ._vector import dot, select, unit_vector
 
 # A rectangle's corners in cyclic order, as signs along its two axes.
 _RECTANGLE = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
@@ -293,11 +293,11 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
     use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
     corner_gap = gap(corner_points)
     corner_normal = jnp.where(is_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
-    distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
+    distance = select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
     # Apart, every candidate's length bounds the distance from above and s_max from below; the nearest
     # candidate is the closest pair, so its length is the distance to rounding.
     distance = jnp.where(separated, jnp.maximum(jnp.minimum(distance, nearest), s_max), distance)
-    normal = jnp.select([use_face, use_edge], [face_normal, edge_normal], corner_normal)
+    normal = select([use_face, use_edge], [face_normal, edge_normal], corner_normal)
 
     def choose(face_leaf, edge_leaf, corner_leaf):
         return jnp.where(use_face, face_leaf, jnp.where(use_edge, edge_leaf, corner_leaf))
@@ -308,7 +308,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
         simplex = Simplex(simplex.directions_a * jnp.asarray([0, 0, 1], dtype), simplex.directions_b,
                           simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
     spans_face = jnp.where(use_face, face_slots[3][2], edge_is_face)  # a face's third slot in use
-    kind = jnp.select([separated, spans_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
+    kind = select([separated, spans_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
                       NormalKind.FIXED)
     return closed_contact(distance, normal, simplex, point_a, point_b, kind)
 

@@ -44,7 +44,7 @@ from ._shapes import (
     Shape,
     Sphere,
 )
-from ._vector import dot, perpendicular, unit_vector
+from ._vector import dot, perpendicular, select, unit_vector
 
 POINT, SEGMENT, BOX, HALF_SPACE = "point", "segment", "box", "half-space"
 CYLINDER, ELLIPSOID = "cylinder", "ellipsoid"
@@ -137,7 +137,7 @@ def padded_simplex(directions_a, points_a, directions_b, points_b, weights, mask
 
 def closed_contact(distance, normal, simplex: Simplex, point_a, point_b, normal_kind) -> Contact:
     """A `Contact` from a closed form: status by the sign of the (exact) core distance, no iterations."""
-    status = jnp.select([distance > 0, distance < 0], [Status.SEPARATED, Status.PENETRATING],
+    status = select([distance > 0, distance < 0], [Status.SEPARATED, Status.PENETRATING],
                         Status.INTERSECTING).astype(jnp.int32)
     return Contact(distance, normal, simplex, point_a, point_b, status, jnp.zeros((), jnp.int32),
                    jnp.asarray(normal_kind, jnp.int32), jnp.asarray(False))
@@ -225,17 +225,17 @@ def segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype
     # D's points b − a, A's frame is not needed here: the weights come from the parameters, since the
     # witness points are a_s = (1 − s) a0 + s a1 and b_t = (1 − t) b0 + t b1.
     corners, parallelogram_weights = parallelogram(s, t)
-    index_a = jnp.select([inside_a & inside_b, inside_a, inside_b],
+    index_a = select([inside_a & inside_b, inside_a, inside_b],
                          [corners[:, 0], jnp.array([0, 1, 0]), jnp.stack([end_a] * 3)],
                          jnp.stack([end_a] * 3))
-    index_b = jnp.select([inside_a & inside_b, inside_a, inside_b],
+    index_b = select([inside_a & inside_b, inside_a, inside_b],
                          [corners[:, 1], jnp.stack([end_b] * 3), jnp.array([0, 1, 0])],
                          jnp.stack([end_b] * 3))
     zero = jnp.zeros((), dtype)
-    weights = jnp.select([inside_a & inside_b, inside_a, inside_b],
+    weights = select([inside_a & inside_b, inside_a, inside_b],
                          [parallelogram_weights, jnp.stack([1 - s, s, zero]),
                           jnp.stack([1 - t, t, zero])], jnp.stack([jnp.ones((), dtype), zero, zero]))
-    count = jnp.select([inside_a & inside_b, inside_a | inside_b], [3, 2], 1)
+    count = select([inside_a & inside_b, inside_a | inside_b], [3, 2], 1)
     mask = jnp.arange(3) < count
     return padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
                            weights, mask)
@@ -280,9 +280,9 @@ def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     towards_b = jnp.where(dot(crossing, pair.translation) < 0, -1, 1) * crossing
     line = unit_vector(jnp.where(jnp.any(axis_a != 0), axis_a, axis_b))
     across = perpendicular(jnp.where(jnp.any(line != 0), line, jnp.array([0, 0, 1], dtype)))
-    normal = jnp.select([apart, ~parallel], [normal, towards_b], across)
+    normal = select([apart, ~parallel], [normal, towards_b], across)
     skew_face = both_inside & ~parallel
-    kind = jnp.select([apart, skew_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE], NormalKind.FIXED)
+    kind = select([apart, skew_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE], NormalKind.FIXED)
     return closed_contact(dot(normal, gap), normal, simplex, point_a, point_b, kind)
 
 
@@ -341,7 +341,7 @@ def _point_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     normal = jnp.where(inside, face_normal, outward)
     distance = jnp.where(inside, -depths[axis], dot(outward, pair.rotation @ (closest - point)))
     count = jnp.sum(mask)
-    kind = jnp.select([~inside, count == 3], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
+    kind = select([~inside, count == 3], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
                       NormalKind.FIXED)
     zeros = jnp.zeros((3, 3), dtype)
     simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions, corners, weights, mask)

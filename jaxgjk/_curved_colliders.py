@@ -34,7 +34,7 @@ import numpy as np
 from ._colliders import closed_contact, is_apart, padded_simplex
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
-from ._vector import dot, unit_vector
+from ._vector import dot, select, unit_vector
 
 ELLIPSOID_STEPS = 12  # Newton steps: 8–10 reached rounding on every float32/float64 case tried
 _CAP_ANGLES = np.pi / 2 + 2 * np.pi / 3 * np.arange(3)  # a cap's triangle of rim points
@@ -64,9 +64,9 @@ def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     side = (~rim & (beyond_side > 0)) | ((beyond_side <= 0) & (beyond_cap <= 0) & (beyond_side > beyond_cap))
     cap = ~rim & ~side
     rim_distance = jnp.sqrt(jnp.where(rim, beyond_side**2 + beyond_cap**2, 1))
-    distance = jnp.select([rim, side], [rim_distance, beyond_side], beyond_cap)
+    distance = select([rim, side], [rim_distance, beyond_side], beyond_cap)
     zero = jnp.zeros((), dtype)
-    outward = jnp.select([rim, side], [jnp.concatenate([across * beyond_side, (up * beyond_cap)[None]])
+    outward = select([rim, side], [jnp.concatenate([across * beyond_side, (up * beyond_cap)[None]])
                                        / rim_distance, jnp.concatenate([across, zero[None]])],
                          jnp.stack([zero, zero, up]))
     closest = jnp.concatenate([jnp.where(cap, point[:2], radius * across),
@@ -84,21 +84,21 @@ def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     # 1/3 + (2/3) v_k·x at x (Σ v_k v_kᵀ = 3/2 I).
     inside_disk = jnp.where(radius > 0, point[:2] / jnp.where(radius > 0, radius, 1), 0)
     cap_weights = 1 / 3 + 2 / 3 * (rim_circle @ inside_disk)
-    directions_b = jnp.select([rim, side], [jnp.broadcast_to(outward, (3, 3)), side_directions],
+    directions_b = select([rim, side], [jnp.broadcast_to(outward, (3, 3)), side_directions],
                               cap_directions)
-    points_b = jnp.select([rim, side], [jnp.broadcast_to(closest, (3, 3)),
+    points_b = select([rim, side], [jnp.broadcast_to(closest, (3, 3)),
                                         jnp.concatenate([jnp.broadcast_to(radius * across, (3, 2)),
                                                          (ends * half_length)[:, None]], axis=1)],
                           jnp.concatenate([radius * rim_circle, jnp.broadcast_to(up * half_length, (3, 1))],
                                           axis=1))  # the supports of `directions_b`
-    weights = jnp.select([rim, side], [jnp.array([1, 0, 0], dtype), jnp.stack([1 - along, along, zero])],
+    weights = select([rim, side], [jnp.array([1, 0, 0], dtype), jnp.stack([1 - along, along, zero])],
                          cap_weights)
-    count = jnp.select([rim, side], [1, 2], 3)
+    count = select([rim, side], [1, 2], 3)
     zeros = jnp.zeros((3, 3), dtype)
     simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
                               jnp.arange(3) < count)
     apart = is_apart(closest - point, resolution)
-    kind = jnp.select([cap, apart & rim, apart], [NormalKind.FROM_FACE, NormalKind.SMOOTH,
+    kind = select([cap, apart & rim, apart], [NormalKind.FROM_FACE, NormalKind.SMOOTH,
                                                   NormalKind.FROM_CLOSEST], NormalKind.FIXED)
     return closed_contact(distance, normal, simplex, zeros[0], closest, kind)
 

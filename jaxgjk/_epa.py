@@ -38,7 +38,7 @@ from ._tolerance import (
     epsilon,
     power_of_two_scale,
 )
-from ._vector import dot, first_argmin, largest_abs, perpendicular, unit_vector
+from ._vector import dot, first_argmin, largest_abs, perpendicular, select, unit_vector
 
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
@@ -159,7 +159,7 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     width = jnp.dot(normal, above.point - below.point)
     flat = jnp.any(normal != 0) & (width <= tolerance * jnp.sqrt(size_sq))
     plane_side = jnp.where(jnp.dot(normal, above.point) <= -jnp.dot(normal, below.point), 1, -1)
-    normals = normals.at[0].set(jnp.select([collinear, flat],
+    normals = normals.at[0].set(select([collinear, flat],
                                            [first, plane_side * normal], normals[0]))
     distances = distances.at[0].set(jnp.where(collinear | flat, 0, distances[0]))
     valid = valid & ((jnp.arange(num_faces) == 0) | ~(collinear | flat))  # face 0 is the nearest
@@ -344,7 +344,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         # nearer than the nearest one by more than the gap means rounding broke convexity (float32
         # near its precision): accepting it would report a depth that is far too small.
         consistent &= lowest >= lower_bound - gap - EPA_CONSISTENCY_ROUNDINGS * epsilon(scale.dtype) * scale
-        status = jnp.select(
+        status = select(
             [~jnp.isfinite(lower_bound), converged, stuck | full | ~consistent],
             [Status.DEGENERATE, Status.PENETRATING, Status.DEGENERATE], RUNNING).astype(jnp.int32)
         return dataclasses.replace(commit(status == RUNNING), upper_bound=upper_bound, best=best,

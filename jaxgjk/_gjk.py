@@ -21,6 +21,7 @@ from ._minkowski import RelativePair, SupportPoint
 from ._result import RUNNING, Simplex, Status
 from ._simplex import closest_point
 from ._tolerance import GJK_PROGRESS_ROUNDINGS, STALL_CONTACT_ROUNDINGS, epsilon
+from ._vector import first_argmax, select
 
 
 @pytree_dataclass
@@ -113,7 +114,7 @@ def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
         converged = repeated | (norm_sq - v_dot_w <= tolerance * norm * jnp.sqrt(scale_sq))
         exceeded = lower_bound > separation_bound
 
-        slot = jnp.argmin(state.mask)
+        slot = first_argmax(~state.mask)
         vertices = jax.tree_util.tree_map(
             lambda s, x: jnp.where((jnp.arange(4) == slot).reshape((4,) + (1,) * x.ndim), x, s),
             state.vertices, w)
@@ -133,7 +134,7 @@ def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
         # distance to that precision, and the pair is apart.
         near_zero = norm_sq <= (STALL_CONTACT_ROUNDINGS * epsilon(norm_sq.dtype)) ** 2 * scale_sq
         stalled_in_contact = (converged | stalled) & (v_dot_w < 0) & near_zero
-        status = jnp.select(
+        status = select(
             [stalled_in_contact, converged | stalled, exceeded, intersecting],
             [Status.INTERSECTING, Status.SEPARATED, Status.BOUND_EXCEEDED, Status.INTERSECTING],
             RUNNING,

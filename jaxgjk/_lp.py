@@ -50,7 +50,7 @@ import numpy as np
 from ._dataclass import pytree_dataclass
 from ._result import RUNNING
 from ._tolerance import float_dtype
-from ._vector import unit_vector
+from ._vector import select, unit_vector
 
 
 class _Outcome(enum.IntEnum):
@@ -298,7 +298,7 @@ def _simplex(matrix, costs, eligible, start_columns, status, residual, tolerance
         row, column, has_column, has_row = _select_pivot(tableau, basis, eligible, tolerances)
         objective = -tableau[-1, -1]
         certified = residual(tableau, basis) <= 0
-        status = jnp.select(
+        status = select(
             [starting, ~jnp.isfinite(objective), certified, ~has_column, ~has_row],
             [RUNNING, _Outcome.STALLED, _Outcome.CERTIFIED, _Outcome.OPTIMAL, _Outcome.STALLED],
             RUNNING,

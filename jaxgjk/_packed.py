@@ -12,6 +12,7 @@ from ._checks import check_array
 from ._dataclass import pytree_dataclass
 from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, HalfSpace, Polytope, Shape, Sphere
 from ._tolerance import float_dtype
+from ._vector import select
 
 # Where each kind keeps its fields in `Packed`: the kind's field name → the packed field. A kind's
 # index in `KINDS` is its `Packed.kind` code; fields a kind does not use stay zero.
@@ -80,7 +81,7 @@ class Packed(Shape):
             # In the fields' dtype: a half-space has no fields, so its answers take JAX's default.
             if jnp.issubdtype(leaves[0].dtype, jnp.floating):
                 leaves = [leaf.astype(dtype) for leaf in leaves]
-            return jnp.select([index == kind for kind in range(len(KINDS) - 1)], leaves[:-1], leaves[-1])
+            return select([index == kind for kind in range(len(KINDS) - 1)], leaves[:-1], leaves[-1])
 
         return jax.tree_util.tree_map(pick, *answers)
 

@@ -34,7 +34,7 @@ from ._minkowski import RelativePair
 from ._result import Simplex
 from ._simplex import face_weights
 from ._tolerance import MAX_STEP, NEWTON_STEPS, REFINE_ACCEPT_ROUNDINGS, epsilon
-from ._vector import unit_vector
+from ._vector import select, unit_vector
 
 
 @pytree_dataclass
@@ -112,7 +112,7 @@ class _Hold:
         (the first `count` rows): a point-like core's there, a straight side's two ends, a flat
         feature's vertices as the simplex held them."""
         ends = jnp.stack([direction + self.ruling, direction - self.ruling, direction - self.ruling])
-        return jnp.select([self.point_like, self.ruled], [jnp.broadcast_to(direction, (3, 3)), ends],
+        return select([self.point_like, self.ruled], [jnp.broadcast_to(direction, (3, 3)), ends],
                           simplex_directions[self.slots])
 
 
@@ -133,11 +133,11 @@ def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
     side_axis, side_height = shape.core_side_normals()
     ruled = ((core.dimension == FeatureDim.EDGE) & curved & jnp.any(ruling != 0) & jnp.any(side != 0)
              & jnp.any(side_axis != 0) & (jnp.abs(side_height) < 1))
-    circle_axis = jnp.select([flat & (dimension == FeatureDim.EDGE), ruled], [axis, side_axis],
+    circle_axis = select([flat & (dimension == FeatureDim.EDGE), ruled], [axis, side_axis],
                              jnp.zeros(3, axis.dtype))
     face = flat & (dimension == FeatureDim.FACE)
     point_like = shape.core_point_like(direction, feature_tolerance)
-    count = jnp.select([point_like, face], [1, 3], 2).astype(jnp.int32)
+    count = select([point_like, face], [1, 3], 2).astype(jnp.int32)
     return _Hold(point_like, curved, flat, ruled, face, circle_axis, jnp.where(ruled, side_height, 0),
                  jnp.where(face, plane, 0), jnp.where(ruled, ruling, 0), spanning, count)
 
@@ -262,7 +262,7 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     applicable = (active & (a.curved | b.curved) & (a.point_like | a.flat | a.ruled)
                   & (b.point_like | b.flat | b.ruled) & ~(a.face & b.face)
                   & ~(on_circles & ~on_face & ~circles_meet))
-    start = jnp.select([on_face, on_circles, on_circle],
+    start = select([on_face, on_circles, on_circle],
                        [plane * jnp.where(jnp.dot(plane, normal) < 0, -1, 1), met,
                         _onto_circle(normal, axis, height)], normal)
     start = jnp.where(jnp.any(start != 0), start, normal)

@@ -20,7 +20,7 @@ from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
 from ._tolerance import VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
-from ._vector import dot, first_argmax, first_argmin, unit_vector
+from ._vector import dot, first_argmax, first_argmin, select, unit_vector
 
 
 class Shape(abc.ABC):
@@ -254,7 +254,7 @@ class Cylinder(Shape):
         tolerance = relative_tolerance * jnp.maximum(self.radius, self.half_length)
         along_axis = jnp.linalg.norm(direction[:2]) <= relative_tolerance
         across_axis = jnp.abs(direction[2]) <= relative_tolerance
-        return feature_without_vertices(jnp.select(
+        return feature_without_vertices(select(
             [along_axis & (self.radius > tolerance), across_axis & (self.half_length > tolerance),
              self.radius <= tolerance],
             [FeatureDim.FACE, FeatureDim.EDGE, FeatureDim.VERTEX], FeatureDim.CURVED))
@@ -297,7 +297,7 @@ class Cone(Shape):
         apex_height = direction[2] * self.half_height
         rim_height = self.radius * sideways - direction[2] * self.half_height
         tolerance = relative_tolerance * jnp.maximum(self.radius, self.half_height)
-        return feature_without_vertices(jnp.select(
+        return feature_without_vertices(select(
             [(sideways <= relative_tolerance) & (direction[2] < 0),
              jnp.abs(apex_height - rim_height) <= tolerance, apex_height > rim_height],
             [FeatureDim.FACE, FeatureDim.EDGE, FeatureDim.VERTEX], FeatureDim.CURVED))

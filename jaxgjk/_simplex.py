@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._tolerance import FLAT_TRIANGLE_ROUNDINGS, epsilon, power_of_two_scale
-from ._vector import first_argmin
+from ._vector import first_argmin, select
 
 EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
 TRIANGLES = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
@@ -163,7 +163,7 @@ def face_weights(points, face_mask):
     length_sq = jnp.sum((end - start) ** 2)
     t = _safe_divide(-jnp.dot(start, end - start), length_sq, length_sq > 0)
     zero = jnp.zeros_like(t)
-    weights = jnp.select(
+    weights = select(
         [count == 1, count == 2, count == 3],
         [jnp.eye(4, dtype=points.dtype)[0], jnp.stack([1 - t, t, zero, zero]),
          _triangle_candidates(only_if(3))[0][0]],

@@ -33,7 +33,7 @@ from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
 from ._tolerance import EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
-from ._vector import unit_vector
+from ._vector import first_argmax, select, unit_vector
 
 
 def cast(tree, dtype):
@@ -129,7 +129,7 @@ def _touch_normal(pair: RelativePair, simplex: Simplex):
     found that point (D touches the origin there, so it is the direction in which the cores part),
     else the centres' direction, else +z."""
     dtype = pair.translation.dtype
-    touch = unit_vector(simplex.directions_a[jnp.argmax(simplex.mask)])
+    touch = unit_vector(simplex.directions_a[first_argmax(simplex.mask)])
     fallback = unit_vector(pair.center())
     fallback = jnp.where(jnp.any(fallback != 0), fallback, jnp.array([0, 0, 1], dtype))
     return jnp.where(jnp.any(touch != 0), touch, fallback)
@@ -157,7 +157,7 @@ def gjk_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start,
     simplex = state.simplex()
     norm = jnp.linalg.norm(state.closest)
     overlap = state.status == Status.INTERSECTING
-    distance = jnp.select([overlap, state.status == Status.BOUND_EXCEEDED], [0, state.lower_bound], norm)
+    distance = select([overlap, state.status == Status.BOUND_EXCEEDED], [0, state.lower_bound], norm)
     normal = jnp.where(overlap & (norm == 0), _touch_normal(pair, simplex), unit_vector(state.closest))
     point_a, point_b = simplex_witnesses(simplex)
     return Contact(distance, normal, simplex, point_a, point_b, state.status, state.iterations,
@@ -212,14 +212,14 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
     point_a, point_b = simplex_witnesses(simplex)
     from_best = use_best & expanded
     return Contact(
-        distance=jnp.select([expanded, touching], [-depth, 0], contact.distance),
-        normal=jnp.select([expanded, touching], [-face_normal, touch_normal], contact.normal),
+        distance=select([expanded, touching], [-depth, 0], contact.distance),
+        normal=select([expanded, touching], [-face_normal, touch_normal], contact.normal),
         simplex=simplex,
         point_a=jnp.where(from_best, found.best.point_a, point_a),
         point_b=jnp.where(from_best, found.best.point_b, point_b),
         status=jnp.where(run_epa, found.status, contact.status),
         iterations=contact.iterations + jnp.where(run_epa, found.iterations, 0),
-        normal_kind=jnp.select([expanded & ~stopped_short, overlap],
+        normal_kind=select([expanded & ~stopped_short, overlap],
                                [NormalKind.FROM_FACE, NormalKind.FIXED], contact.normal_kind),
         refinable=contact.refinable | expanded,
     )
@@ -255,7 +255,7 @@ def refined_contact(config: Config, mode: QueryMode, prepared: Prepared, contact
         point_b=jnp.where(accepted, point_b, contact.point_b),
         status=contact.status,
         iterations=contact.iterations,
-        normal_kind=jnp.select([refinement.smooth, accepted], [NormalKind.SMOOTH, NormalKind.FROM_CLOSEST],
+        normal_kind=select([refinement.smooth, accepted], [NormalKind.SMOOTH, NormalKind.FROM_CLOSEST],
                                contact.normal_kind),
         refinable=contact.refinable,
     )
@@ -278,7 +278,7 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
         # intersecting, whichever solver found it.
         settled = (status == Status.SEPARATED) | (status == Status.INTERSECTING) | (
             status == Status.PENETRATING)
-        by_sign = jnp.select([signed > 0, signed < 0], [Status.SEPARATED, Status.PENETRATING],
+        by_sign = select([signed > 0, signed < 0], [Status.SEPARATED, Status.PENETRATING],
                              Status.INTERSECTING)
         status = jnp.where(settled, by_sign, status)
     normal = pose_a.rotation_matrix() @ contact.normal

@@ -18,7 +18,7 @@ from ._contact import NormalKind
 from ._result import DistanceResult, Simplex
 from ._simplex import face_weights
 from ._solve import cast, solve, solve_signed_rows
-from ._vector import unit_vector
+from ._vector import select, unit_vector
 
 
 def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
@@ -58,7 +58,7 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     closest_direction = closest_direction * jnp.where(jnp.dot(closest_direction, normal) < 0, -1, 1)
     from_closest = jnp.where(jnp.sum(mask) == 3, face_normal, closest_direction)
 
-    moving_normal = jnp.select([normal_kind == NormalKind.FROM_CLOSEST, normal_kind == NormalKind.FROM_FACE],
+    moving_normal = select([normal_kind == NormalKind.FROM_CLOSEST, normal_kind == NormalKind.FROM_FACE],
                                [from_closest, face_normal], normal)
     if response is not None:
         def world_support(shape, pose, direction):
