@@ -1,17 +1,18 @@
-"""Self-consistency of the float64 NumPy/SciPy reference in `tests/reference.py`.
+"""Self-consistency of the float64 NumPy/SciPy reference, `jaxgjk.reference`.
 
 The three routes (hull of the Minkowski difference, minimum of its support function over the sphere,
 closed forms) are checked against each other and against hand-derived exact cases. jaxgjk is only
 used to build shape and pose objects.
 """
 
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import jaxgjk as jg
-
-from .reference import (
+from jaxgjk.reference import (
     capsule_capsule,
     capsule_endpoints,
     closest_point_triangles,
@@ -513,3 +514,31 @@ def test_cylinder_and_cone_bracketed_by_polygons():
             exact = signed_distance_polytopes(polygon, pa, box, pb)["distance"]
             smooth = signed_distance_smooth(shape, pa, box, pb, samples=2000)["distance"]
             assert exact - gap - 1e-9 <= smooth <= exact + 1e-9
+
+
+
+WITHOUT_SCIPY = """
+import sys
+import numpy as np
+import jaxgjk as jg
+print('jaxgjk.reference' in sys.modules, 'scipy' in sys.modules)
+sys.modules['scipy'] = None  # from here on, importing SciPy fails
+from jaxgjk import reference
+at = lambda x: jg.Pose(np.array([x, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+box, sphere = jg.Box(np.ones(3)), jg.Sphere(np.array(0.5))
+print(reference.signed_distance_smooth(box, at(0.0), sphere, at(3.0))['distance'])
+try:
+    reference.signed_distance_polytopes(box, at(0.0), sphere, at(3.0))
+except ImportError as error:
+    print(error)
+"""
+
+
+def test_reference_loads_on_request_and_needs_scipy_only_for_hulls():
+    """`import jaxgjk` loads neither the oracle nor SciPy (the runtime dependencies are jax, jaxlib and
+    numpy); without SciPy the support-function route still works and the hull route names the extra."""
+    shown = subprocess.run([sys.executable, "-c", WITHOUT_SCIPY], capture_output=True, text=True, check=True)
+    loaded, smooth, error = shown.stdout.splitlines()
+    assert loaded.split() == ["False", "False"]
+    assert float(smooth) == pytest.approx(1.5, abs=1e-12)
+    assert "jaxgjk[reference]" in error

@@ -1,6 +1,11 @@
-"""Independent float64 NumPy/SciPy reference for signed distances between posed convex shapes.
+"""Independent float64 NumPy reference for signed distances between posed convex shapes.
 
-Nothing here calls jaxgjk's algorithms: shapes and poses are read through their fields only
+The one oracle of the project: the tests, the benchmarks (`benchmarks/cases.py`) and the main job
+(`python -m jaxgjk`) measure jaxgjk against it. Not imported by ``import jaxgjk``; import it as
+``from jaxgjk import reference``.
+
+Independence: nothing here calls jaxgjk's algorithms or a shape's methods (``shape.support`` and the
+like) and nothing imports jaxgjk: shapes and poses are read through their fields only
 (``np.asarray(shape.radius)``, dispatch on ``type(shape).__name__``), and every support function is
 a closed form written out again below. Three independent routes to a signed distance:
 
@@ -8,23 +13,22 @@ a closed form written out again below. Three independent routes to a signed dist
   capsules and rounded polytopes through their cores). The Minkowski difference ``D = B - A`` of the
   vertex sets goes through Qhull (`scipy.spatial.ConvexHull`); the distance of the origin is the
   smallest exact point–triangle distance over the hull's triangles, and a penetration depth is the
-  smallest plane offset over its facets.
+  smallest plane offset over its facets. This route needs SciPy (``pip install 'jaxgjk[reference]'``).
 * `signed_distance_smooth`: any shapes, from support functions only:
-  ``sd = -min_{|u|=1} [h_B(u) + h_A(-u)]``, by dense sampling of the sphere and local refinement.
-* Closed forms: `sphere_sphere`, `point_box` / `sphere_box`, `segment_segment_distance`,
+  ``sd = -min_{|u|=1} [h_B(u) + h_A(-u)]``, by dense sampling of the sphere and local refinement
+  (Nelder–Mead, NumPy only).
+* Closed forms (NumPy only): `sphere_sphere`, `point_box` / `sphere_box`, `segment_segment_distance`,
   `sphere_capsule`, `capsule_capsule`, `sphere_cylinder`; `sphere_ellipsoid` by bisection.
 
 Conventions are jaxgjk's (see API.md): ``world = R(q) @ local + t`` with a (w, x, y, z)
 quaternion; the signed distance is positive when separated and minus the penetration depth when
 overlapping; the normal is a world unit vector from A towards B (the direction in which translating
-B by the depth separates the shapes).
+B by the depth separates the shapes). Lengths are in the shapes' units, all arithmetic float64.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.spatial import ConvexHull, QhullError
 
 __all__ = [
     "capsule_capsule",
@@ -509,6 +513,18 @@ def capsule_capsule(p0, p1, radius_a, q0, q1, radius_b) -> dict:
 # -------------------------------------------------------------------------------------------------
 
 
+def _qhull():
+    """SciPy's (ConvexHull, QhullError), imported on first use: only the hull route needs SciPy."""
+    try:
+        from scipy.spatial import ConvexHull, QhullError
+    except ImportError as error:
+        raise ImportError(
+            "jaxgjk.reference's hull route (signed_distance_hull, signed_distance_polytopes) needs "
+            "SciPy's Qhull: pip install 'jaxgjk[reference]' (or scipy)"
+        ) from error
+    return ConvexHull, QhullError
+
+
 def _hull_triangles(points: np.ndarray):
     """Triangles covering the boundary of conv(points) (or, when flat, the set itself).
 
@@ -530,6 +546,7 @@ def _hull_triangles(points: np.ndarray):
     _, singular, vt = np.linalg.svd(padded, full_matrices=False)
     tol = 1e-12 * scale
     rank = int(np.sum(singular > tol * np.sqrt(len(points))))
+    ConvexHull, QhullError = _qhull()  # noqa: N806 (SciPy's class names)
     if rank == 3:
         for options in (None, "QJ"):
             try:
@@ -832,21 +849,17 @@ def _refine(objective, u, value, radius, scale, rng, *, min_radius=1e-13, max_re
             v = u + ab @ chart
             return v / np.linalg.norm(v)
 
-        result = minimize(
+        ab_best, value_best = _nelder_mead(
             lambda ab, in_chart=in_chart: float(objective(in_chart(ab))[0]),
-            np.zeros(2),
-            method="Nelder-Mead",
-            options={
-                "initial_simplex": np.array([[0.0, 0.0], [radius, 0.0], [0.0, radius]]),
-                "xatol": min_radius,
-                "fatol": 1e-16 * scale,
-                "maxfev": 600,
-            },
+            np.array([[0.0, 0.0], [radius, 0.0], [0.0, radius]]),
+            xatol=min_radius,
+            fatol=1e-16 * scale,
+            max_evaluations=600,
         )
-        improved = result.fun < value - 4 * _EPS * scale
-        if result.fun < value:
-            step = float(np.linalg.norm(result.x))
-            u, value = in_chart(result.x), float(result.fun)
+        improved = value_best < value - 4 * _EPS * scale
+        if value_best < value:
+            step = float(np.linalg.norm(ab_best))
+            u, value = in_chart(ab_best), value_best
         if improved:
             radius = max(min(radius, 4 * step), min_radius)
         elif radius <= min_radius:
@@ -854,3 +867,85 @@ def _refine(objective, u, value, radius, scale, rng, *, min_radius=1e-13, max_re
         else:
             radius = max(radius / 1e4, min_radius)
     return u, value
+
+
+class _BudgetSpent(Exception):
+    """Raised by `_nelder_mead`'s counted objective once its evaluation budget is spent."""
+
+
+def _nelder_mead(objective, simplex, *, xatol: float, fatol: float, max_evaluations: int):
+    """Minimise `objective` ((n,) → float) by Nelder–Mead from the initial `simplex` (n + 1, n).
+
+    The standard coefficients (reflection 1, expansion 2, contraction 1/2, shrink 1/2) in the control
+    flow of SciPy's non-adaptive `minimize(method="Nelder-Mead")` (SciPy 1.17), so that the same
+    inputs give the same iterates without SciPy: it stops once every vertex lies within `xatol` of the
+    best one (max-norm) and every value within `fatol` of the best, or after `max_evaluations`
+    evaluations (an iteration cut short by the budget keeps what it had).
+
+    Returns:
+        (the best vertex (n,), its value).
+    """
+    evaluations = 0
+
+    def evaluate(x):
+        nonlocal evaluations
+        if evaluations >= max_evaluations:
+            raise _BudgetSpent
+        evaluations += 1
+        return objective(x)
+
+    def sorted_by_value(simplex, values):
+        order = np.argsort(values)
+        return np.take(simplex, order, 0), np.take(values, order, 0)
+
+    simplex = np.array(simplex, np.float64)
+    size = simplex.shape[1]
+    values = np.full(size + 1, np.inf)
+    try:
+        for k in range(size + 1):
+            values[k] = evaluate(simplex[k])
+    except _BudgetSpent:
+        pass
+    simplex, values = sorted_by_value(*sorted_by_value(simplex, values))
+    while evaluations < max_evaluations:
+        try:
+            if (
+                np.max(np.abs(simplex[1:] - simplex[0])) <= xatol
+                and np.max(np.abs(values[0] - values[1:])) <= fatol
+            ):
+                break
+            centroid = np.add.reduce(simplex[:-1], 0) / size
+            reflected = 2 * centroid - simplex[-1]
+            value_reflected = evaluate(reflected)
+            shrink = False
+            if value_reflected < values[0]:
+                expanded = 3 * centroid - 2 * simplex[-1]
+                value_expanded = evaluate(expanded)
+                if value_expanded < value_reflected:
+                    simplex[-1], values[-1] = expanded, value_expanded
+                else:
+                    simplex[-1], values[-1] = reflected, value_reflected
+            elif value_reflected < values[-2]:
+                simplex[-1], values[-1] = reflected, value_reflected
+            elif value_reflected < values[-1]:  # outside contraction
+                contracted = 1.5 * centroid - 0.5 * simplex[-1]
+                value_contracted = evaluate(contracted)
+                if value_contracted <= value_reflected:
+                    simplex[-1], values[-1] = contracted, value_contracted
+                else:
+                    shrink = True
+            else:  # inside contraction
+                contracted = 0.5 * centroid + 0.5 * simplex[-1]
+                value_contracted = evaluate(contracted)
+                if value_contracted < values[-1]:
+                    simplex[-1], values[-1] = contracted, value_contracted
+                else:
+                    shrink = True
+            if shrink:
+                for j in range(1, size + 1):
+                    simplex[j] = simplex[0] + 0.5 * (simplex[j] - simplex[0])
+                    values[j] = evaluate(simplex[j])
+        except _BudgetSpent:
+            pass
+        simplex, values = sorted_by_value(simplex, values)
+    return simplex[0], float(np.min(values))
