@@ -1,4 +1,4 @@
-"""Neutral benchmark cases for convex collision queries (numpy only).
+"""Neutral benchmark cases for convex collision queries (numpy; references from jaxgjk.reference).
 
 A *case* is a batch of ``N`` random pairs ``(A, B)`` of one *kind*.  Every peer (and jaxgjk)
 is fed exactly the same arrays, so results can be compared pair by pair.
@@ -54,7 +54,10 @@ Generation (``make_case``):
     ``-h_A(-n) - s r_in,A`` (A's origin below the plane) when deep.
 
 ``reference_signed_distance(case)`` gives float64 ground truth where a closed form or an exact
-small convex program is easy and NaN elsewhere: see its docstring for the kinds.
+hull is easy and NaN elsewhere (see its docstring for the kinds); ``arbiter_signed_distance(case,
+idx)`` gives it for any bounded pair, slowly.  Both, and the support functions the cases are drawn
+with, are ``jaxgjk.reference``'s (the project's one float64 oracle, independent of GJK/EPA), fed the
+pairs as jaxgjk shapes and poses by ``jaxgjk_pairs``.
 """
 
 from __future__ import annotations
@@ -232,66 +235,74 @@ def _draw_params(rng: np.random.Generator, shape: str, n: int,
     raise ValueError(f"unknown shape {shape!r}")
 
 
-def support_local(shape: str, params: dict, d: np.ndarray) -> np.ndarray:
-    """Support function h(d) = max_{x in shape} <x, d> in the shape's local frame.
+def jaxgjk_shape(shape: str, params: dict, convert=np.asarray):
+    """The jaxgjk shape named ``shape`` with the parameters ``params`` (module docstring).
 
     Args:
       shape: shape name.
-      params: shape parameters (see module docstring).
-      d: (N,3) directions in the local frame (need not be unit).
+      params: shape parameters, each passed through ``convert`` (e.g. to a jax array of a dtype);
+        a leading axis N stays a leading axis (a stack of N shapes of one kind), shared polytope
+        vertices stay shared.
+    """
+    import jaxgjk as jg
+
+    a = {k: convert(v) for k, v in params.items()}
+    if shape == "sphere":
+        return jg.Sphere(a["radius"])
+    if shape == "capsule":
+        return jg.Capsule(a["radius"], a["half_length"])
+    if shape == "box":
+        return jg.Box(a["half_extents"])
+    if shape == "cylinder":
+        return jg.Cylinder(a["radius"], a["half_length"])
+    if shape == "ellipsoid":
+        return jg.Ellipsoid(a["radii"])
+    if shape == "polytope":
+        return jg.Polytope(a["vertices"])
+    if shape == "halfspace":
+        return jg.HalfSpace()
+    raise ValueError(f"unknown shape {shape!r}")
+
+
+def jaxgjk_pairs(case: Case, convert=np.asarray) -> tuple:
+    """(shape_a, pose_a, shape_b, pose_b) of the pairs of ``case`` as jaxgjk shapes and poses.
+
+    Every array goes through ``convert`` (default: NumPy float64, what ``jaxgjk.reference`` reads);
+    the pairs' axis N leads (``subset(case, i)`` with an integer ``i`` gives pair i alone).
+    Polytope meshes (and half-spaces, which have no parameters) stay unbatched, shared by the pairs.
+    """
+    import jaxgjk as jg
+
+    return (jaxgjk_shape(case.shape_a, case.params_a, convert),
+            jg.Pose(convert(case.pos_a), convert(case.quat_a)),
+            jaxgjk_shape(case.shape_b, case.params_b, convert),
+            jg.Pose(convert(case.pos_b), convert(case.quat_b)))
+
+
+def support_local(shape: str, params: dict, d: np.ndarray) -> np.ndarray:
+    """Support function h(d) = max_{x in shape} <x, d> in the shape's local frame (``jaxgjk.reference``).
+
+    Args:
+      shape: shape name.
+      params: shape parameters (see module docstring), a leading axis N.
+      d: (N,3) directions in the local frame, one per pair (need not be unit).
 
     Returns:
       (N,) support values.
     """
-    if shape == "sphere":
-        return params["radius"] * np.linalg.norm(d, axis=1)
-    if shape == "capsule":
-        return params["radius"] * np.linalg.norm(d, axis=1) + params["half_length"] * np.abs(
-            d[:, 2])
-    if shape == "box":
-        return np.sum(params["half_extents"] * np.abs(d), axis=1)
-    if shape == "cylinder":
-        return params["radius"] * np.linalg.norm(d[:, :2], axis=1) + params[
-            "half_length"] * np.abs(d[:, 2])
-    if shape == "ellipsoid":
-        return np.linalg.norm(params["radii"] * d, axis=1)
-    if shape == "polytope":
-        return (d @ params["vertices"].T).max(axis=1)
-    raise ValueError(f"unknown shape {shape!r}")
+    from jaxgjk import reference
+
+    return reference.support_function(jaxgjk_shape(shape, params), None, d)
 
 
 def support_point_local(shape: str, params: dict, d: np.ndarray) -> np.ndarray:
-    """A maximiser x of <x, d> over the shape, in the local frame.
+    """A maximiser x of <x, d> over the shape, in the local frame (``jaxgjk.reference``).
 
-    Args:
-      shape: shape name.
-      params: shape parameters (see module docstring).
-      d: (N,3) nonzero directions in the local frame.
-
-    Returns:
-      (N,3) support points.
+    Args: as ``support_local`` (nonzero directions).  Returns (N,3) support points.
     """
-    n = d / np.linalg.norm(d, axis=1, keepdims=True)
-    if shape == "sphere":
-        return params["radius"][:, None] * n
-    if shape == "capsule":
-        core = np.zeros_like(n)
-        core[:, 2] = np.where(n[:, 2] >= 0, 1.0, -1.0) * params["half_length"]
-        return core + params["radius"][:, None] * n
-    if shape == "box":
-        return np.where(n >= 0, 1.0, -1.0) * params["half_extents"]
-    if shape == "cylinder":
-        rho = np.linalg.norm(n[:, :2], axis=1, keepdims=True)
-        disk = np.where(rho > 1e-12, n[:, :2] / np.maximum(rho, 1e-300), 0.0)
-        z = np.where(n[:, 2] >= 0, 1.0, -1.0) * params["half_length"]
-        return np.concatenate([params["radius"][:, None] * disk, z[:, None]], axis=1)
-    if shape == "ellipsoid":
-        r = params["radii"]
-        return r * r * n / np.linalg.norm(r * n, axis=1, keepdims=True)
-    if shape == "polytope":
-        v = params["vertices"]
-        return v[np.argmax(n @ v.T, axis=1)]
-    raise ValueError(f"unknown shape {shape!r}")
+    from jaxgjk import reference
+
+    return reference.support_point(jaxgjk_shape(shape, params), None, d)
 
 
 def inner_radius(shape: str, params: dict, n: int) -> np.ndarray:
@@ -405,7 +416,8 @@ def _height_above_halfspace(rng: np.random.Generator, shape: str, params: dict, 
 
 
 def subset(case: Case, idx) -> Case:
-    """The sub-batch ``case[idx]`` (polytope vertices stay shared)."""
+    """The sub-batch ``case[idx]`` (polytope vertices stay shared); an integer ``idx`` gives that
+    pair alone, without the leading axis."""
 
     def take(p: dict) -> dict:
         return {k: (v if k == "vertices" else v[idx]) for k, v in p.items()}
@@ -419,153 +431,35 @@ def subset(case: Case, idx) -> Case:
 # float64 references
 
 
-def _sphere_box(case: Case) -> np.ndarray:
-    r = case.params_a["radius"]
-    he = case.params_b["half_extents"]
-    rb = case.rotmat_b()
-    q = np.abs(np.einsum("nji,nj->ni", rb, case.pos_a - case.pos_b))  # centre in box frame
-    outside = np.linalg.norm(np.maximum(q - he, 0.0), axis=1)
-    inside = np.minimum(np.max(q - he, axis=1), 0.0)  # <= 0: -(distance to nearest face)
-    return outside + inside - r
-
-
-def _box_support_world(rot: np.ndarray, he: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return np.sum(he * np.abs(rot.T @ d))
-
-
-def _box_box_sat(ra, ha, rb, hb, dp) -> float:
-    """max over the 15 SAT axes of the signed separation (exact depth when overlapping)."""
-    axes = [ra[:, i] for i in range(3)] + [rb[:, i] for i in range(3)]
-    for i in range(3):
-        for j in range(3):
-            c = np.cross(ra[:, i], rb[:, j])
-            nc = np.linalg.norm(c)
-            if nc > 1e-9:
-                axes.append(c / nc)
-    sep = [abs(ax @ dp) - _box_support_world(ra, ha, ax) - _box_support_world(rb, hb, ax)
-           for ax in axes]
-    return float(max(sep))
-
-
-def _lsq_distance(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
-    """min ||a x - b|| subject to lo <= x <= hi (exact for these tiny problems)."""
-    from scipy.optimize import lsq_linear
-
-    res = lsq_linear(a, b, bounds=(lo, hi), method="bvls", tol=1e-15)
-    return float(np.linalg.norm(a @ res.x - b))
-
-
-def _box_box(case: Case) -> np.ndarray:
-    ra, rb = case.rotmat_a(), case.rotmat_b()
-    ha, hb = case.params_a["half_extents"], case.params_b["half_extents"]
-    out = np.empty(case.n)
-    for i in range(case.n):
-        dp = case.pos_b[i] - case.pos_a[i]
-        sat = _box_box_sat(ra[i], ha[i], rb[i], hb[i], dp)
-        if sat <= 0.0:
-            out[i] = sat  # overlapping: minimum over the SAT axes is the exact depth
-        else:
-            a = np.concatenate([ra[i], -rb[i]], axis=1)
-            lim = np.concatenate([ha[i], hb[i]])
-            out[i] = _lsq_distance(a, dp, -lim, lim)
-    return out
-
-
-def _capsule_box_separated(case: Case) -> np.ndarray:
-    ra, rb = case.rotmat_a(), case.rotmat_b()
-    r, h = case.params_a["radius"], case.params_a["half_length"]
-    hb = case.params_b["half_extents"]
-    out = np.empty(case.n)
-    for i in range(case.n):
-        a = np.concatenate([ra[i][:, 2:3], -rb[i]], axis=1)
-        lim = np.concatenate([[h[i]], hb[i]])
-        d = _lsq_distance(a, case.pos_b[i] - case.pos_a[i], -lim, lim)
-        out[i] = d - r[i] if d > r[i] else np.nan  # only trust clearly separated pairs
-    return out
-
-
-def _point_segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(N,) distances from points p (N,3) to the segments [a, b] (N,3 each; may be points)."""
-    ab = b - a
-    den = np.sum(ab * ab, axis=1)
-    t = np.clip(np.sum((p - a) * ab, axis=1) / np.where(den > 0, den, 1.0), 0.0, 1.0)
-    return np.linalg.norm(a + t[:, None] * ab - p, axis=1)
-
-
-def _segment_segment_distance(p0: np.ndarray, p1: np.ndarray, q0: np.ndarray,
-                              q1: np.ndarray) -> np.ndarray:
-    """(N,) exact distances between the segments [p0, p1] and [q0, q1] (each (N,3)).
-
-    The squared distance is a convex quadratic in the two segment parameters over [0,1]^2: its
-    minimum is at the interior stationary point when that lies inside, else on an edge of the
-    square, i.e. an endpoint of one segment against the other segment.  Parallel segments have a
-    minimiser on an edge, so the interior candidate is skipped when the system is singular.
-    """
-    ends = [_point_segment_distance(p0, q0, q1), _point_segment_distance(p1, q0, q1),
-            _point_segment_distance(q0, p0, p1), _point_segment_distance(q1, p0, p1)]
-    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
-    a, e, b = np.sum(d1 * d1, 1), np.sum(d2 * d2, 1), np.sum(d1 * d2, 1)
-    c, f = np.sum(d1 * r, 1), np.sum(d2 * r, 1)
-    den = a * e - b * b  # >= 0; 0 for parallel or degenerate segments
-    regular = den > 1e-12 * a * e
-    safe = np.where(regular, den, 1.0)
-    s, t = (b * f - c * e) / safe, (a * f - b * c) / safe
-    inside = regular & (s >= 0) & (s <= 1) & (t >= 0) & (t <= 1)
-    interior = np.linalg.norm(p0 + s[:, None] * d1 - q0 - t[:, None] * d2, axis=1)
-    return np.minimum(np.min(ends, axis=0), np.where(inside, interior, np.inf))
-
-
-def _capsule_segment(case: Case, side: str) -> tuple[np.ndarray, np.ndarray]:
-    """World end points (N,3), (N,3) of the core segment of capsule A or B."""
-    params, pos, rot = ((case.params_a, case.pos_a, case.rotmat_a()) if side == "a"
-                        else (case.params_b, case.pos_b, case.rotmat_b()))
-    axis = params["half_length"][:, None] * rot[:, :, 2]
-    return pos - axis, pos + axis
-
-
-def _round_round(case: Case) -> np.ndarray:
-    """Sphere/capsule pairs: distance between the cores (points, segments) minus both radii.
-
-    Exact when overlapping too: the Minkowski difference of the cores is a point, a segment or a
-    parallelogram, flat in every case, so the depth is the summed radius minus the core distance.
-    """
-    radii = case.params_a["radius"] + case.params_b["radius"]
-    if case.kind == "sphere-sphere":
-        core = np.linalg.norm(case.pos_b - case.pos_a, axis=1)
-    elif case.kind == "sphere-capsule":
-        core = _point_segment_distance(case.pos_a, *_capsule_segment(case, "b"))
-    else:
-        core = _segment_segment_distance(*_capsule_segment(case, "a"), *_capsule_segment(case, "b"))
-    return core - radii
-
-
-def _shape_halfspace(case: Case) -> np.ndarray:
-    """Height of A's lowest point above the plane: n . (pos_A - pos_B) - h_A(-n)."""
-    normal = case.rotmat_b()[:, :, 2]
-    lowest = support_local(case.shape_a, case.params_a,
-                           np.einsum("nji,nj->ni", case.rotmat_a(), -normal))
-    return np.sum(normal * (case.pos_a - case.pos_b), axis=1) - lowest
-
-
 def reference_signed_distance(case: Case) -> np.ndarray:
-    """(N,) float64 exact signed distances where easy, NaN where not available.
+    """(N,) float64 exact signed distances where easy, NaN where not available (``jaxgjk.reference``).
 
-    sphere-box: closed form.  box-box: SAT depth when overlapping, bounded least squares
-    (scipy ``lsq_linear``) when separated.  capsule-box: bounded least squares on the core
-    segment, separated pairs only.  sphere-sphere, sphere-capsule, capsule-capsule: distance
-    between the cores (point-segment, exact segment-segment) minus the radii, overlapping pairs
-    included.  box-halfspace: height of the box's lowest point.  Everything else: all NaN.
+    sphere-sphere, sphere-capsule, capsule-capsule (distance between the cores minus the radii),
+    sphere-box and shape-halfspace (height of A's lowest point): closed forms, vectorised over the
+    pairs, overlapping pairs included.  box-box: the hull of the Minkowski difference of the corners
+    (Qhull, exact), pair by pair.  capsule-box: the same on the cores, separated pairs only.
+    Everything else: all NaN.
     """
-    if case.kind in ("sphere-sphere", "sphere-capsule", "capsule-capsule"):
-        return _round_round(case)
+    from jaxgjk import reference
+
+    shape_a, pose_a, shape_b, pose_b = jaxgjk_pairs(case)
     if case.shape_b == "halfspace":
-        return _shape_halfspace(case)
+        return reference.shape_halfspace(shape_a, pose_a, pose_b)["distance"]
+    if case.kind == "sphere-sphere":
+        return reference.sphere_sphere(case.pos_a, shape_a.radius, case.pos_b, shape_b.radius)["distance"]
+    if case.kind == "sphere-capsule":
+        core_b = reference.capsule_endpoints(shape_b, pose_b)
+        return reference.sphere_capsule(case.pos_a, shape_a.radius, *core_b, shape_b.radius)["distance"]
+    if case.kind == "capsule-capsule":
+        core_a = reference.capsule_endpoints(shape_a, pose_a)
+        core_b = reference.capsule_endpoints(shape_b, pose_b)
+        return reference.capsule_capsule(*core_a, shape_a.radius, *core_b, shape_b.radius)["distance"]
     if case.kind == "sphere-box":
-        return _sphere_box(case)
-    if case.kind == "box-box":
-        return _box_box(case)
-    if case.kind == "capsule-box" and not case.penetrating:
-        return _capsule_box_separated(case)
+        return reference.sphere_box(case.pos_a, shape_a.radius, shape_b.half_extents, pose_b)["distance"]
+    if case.kind == "box-box" or (case.kind == "capsule-box" and not case.penetrating):
+        exact = np.array([reference.signed_distance_polytopes(*jaxgjk_pairs(subset(case, i)))["distance"]
+                          for i in range(case.n)])
+        return exact if case.kind == "box-box" else np.where(exact > 0, exact, np.nan)
     return np.full(case.n, np.nan)
 
 
@@ -573,102 +467,27 @@ def reference_signed_distance(case: Case) -> np.ndarray:
 # arbiter: a float64 reference for any pair, independent of GJK/EPA (slow; for a few pairs)
 
 
-def _support_world(shape: str, params: dict, i: int, rot: np.ndarray, pos: np.ndarray,
-                   dirs: np.ndarray) -> np.ndarray:
-    """h(d) of pair i's shape in the world frame for directions ``dirs`` (M,3)."""
-    m = len(dirs)
-    p = {k: (v if k == "vertices" else np.broadcast_to(v[i], (m,) + np.shape(v[i])))
-         for k, v in params.items()}
-    return dirs @ pos + support_local(shape, p, dirs @ rot)
-
-
-def _fibonacci_sphere(m: int) -> np.ndarray:
-    k = np.arange(m) + 0.5
-    z = 1.0 - 2.0 * k / m
-    r = np.sqrt(1.0 - z * z)
-    t = np.pi * (1.0 + 5.0 ** 0.5) * k
-    return np.stack([r * np.cos(t), r * np.sin(t), z], axis=1)
-
-
-def _closest_on_triangles(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(T,3) closest points to the origin on triangles (a, b, c), each (T,3) (Ericson 5.1.5)."""
-    p = np.zeros_like(a)
-    ab, ac, ap = b - a, c - a, p - a
-    d1, d2 = np.sum(ab * ap, 1), np.sum(ac * ap, 1)
-    bp = p - b
-    d3, d4 = np.sum(ab * bp, 1), np.sum(ac * bp, 1)
-    cp = p - c
-    d5, d6 = np.sum(ab * cp, 1), np.sum(ac * cp, 1)
-    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        denom = va + vb + vc
-        face = a + ab * (vb / denom)[:, None] + ac * (vc / denom)[:, None]
-        t_ab = (d1 / (d1 - d3))[:, None]
-        t_ac = (d2 / (d2 - d6))[:, None]
-        t_bc = ((d4 - d3) / ((d4 - d3) + (d5 - d6)))[:, None]
-    out = face
-    conds = [
-        (d1 <= 0) & (d2 <= 0), (d3 >= 0) & (d4 <= d3), (d6 >= 0) & (d5 <= d6),
-        (vc <= 0) & (d1 >= 0) & (d3 <= 0), (vb <= 0) & (d2 >= 0) & (d6 <= 0),
-        (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)]
-    vals = [a, b, c, a + t_ab * ab, a + t_ac * ac, b + t_bc * (c - b)]
-    for cond, val in zip(reversed(conds), reversed(vals), strict=True):
-        out = np.where(cond[:, None], val, out)  # earlier tests take precedence (Ericson's order)
-    return out
-
-
 def arbiter_signed_distance(case: Case, idx, n_dirs: int = 20000, n_starts: int = 6) -> np.ndarray:
-    """float64 signed distances of the pairs ``idx`` by a method independent of GJK/EPA.
+    """float64 signed distances of the pairs ``idx`` by ``jaxgjk.reference``, independent of GJK/EPA.
 
     With D = B - A (Minkowski difference, world frame) and h_D(n) = h_B(n) + h_A(-n) its support
     function, the signed distance is ``-min_{|n|=1} h_D(n)`` for separated and overlapping pairs
     alike (duality).  polytope-polytope: exact, from the convex hull of the P^2 vertex
-    differences (scipy/qhull): minus the largest facet offset when the origin is inside, else the
-    distance to the nearest hull triangle.  Other kinds: ``n_dirs`` Fibonacci directions, then
-    Nelder-Mead (in a tangent chart, tolerance 1e-13) from the ``n_starts`` best ones; agrees
-    with converged float64 GJK/EPA to ~1e-10 on the suite's cases.  Costs ~0.1-1 s per pair.
+    differences (``signed_distance_polytopes``, Qhull).  Other kinds: ``signed_distance_smooth``,
+    ``n_dirs`` Fibonacci directions, then restarted Nelder-Mead (in tangent charts, down to
+    1e-13 rad) from the ``n_starts`` best ones (one when separated: the problem is convex then).
+    Costs ~0.1-1 s per pair.
     """
-    from scipy.optimize import minimize
-    from scipy.spatial import ConvexHull
+    from jaxgjk import reference
 
     if "halfspace" in (case.shape_a, case.shape_b):
         raise ValueError("no arbiter for half-spaces (unbounded); reference_signed_distance has "
                          "the closed form")
-    idx = np.atleast_1d(np.asarray(idx))
-    ra, rb = case.rotmat_a(), case.rotmat_b()
-    dirs = _fibonacci_sphere(n_dirs)
-    out = np.empty(len(idx))
-    for k, i in enumerate(idx):
+    out = []
+    for i in np.atleast_1d(np.asarray(idx)):
+        pair = jaxgjk_pairs(subset(case, int(i)))
         if case.kind == "polytope-polytope":
-            va = case.params_a["vertices"] @ ra[i].T + case.pos_a[i]
-            vb = case.params_b["vertices"] @ rb[i].T + case.pos_b[i]
-            hull = ConvexHull((vb[None, :, :] - va[:, None, :]).reshape(-1, 3))
-            offset = float(hull.equations[:, 3].max())  # facets n.x + off <= 0 inside
-            if offset <= 0.0:
-                out[k] = offset  # origin inside: minus the distance to the nearest facet plane
-            else:
-                tri = hull.points[hull.simplices]
-                q = _closest_on_triangles(tri[:, 0], tri[:, 1], tri[:, 2])
-                out[k] = float(np.sqrt(np.min(np.sum(q * q, axis=1))))
-            continue
-
-        def h(n, i=i):
-            n = np.atleast_2d(n)
-            n = n / np.linalg.norm(n, axis=1, keepdims=True)
-            return (_support_world(case.shape_b, case.params_b, i, rb[i], case.pos_b[i], n)
-                    + _support_world(case.shape_a, case.params_a, i, ra[i], case.pos_a[i], -n))
-
-        values = h(dirs)
-        best = float(values.min())
-        for j in np.argsort(values)[:n_starts]:
-            n0 = dirs[j]
-            u = np.cross(n0, [1.0, 0.0, 0.0] if abs(n0[0]) < 0.9 else [0.0, 1.0, 0.0])
-            u /= np.linalg.norm(u)
-            v = np.cross(n0, u)
-            res = minimize(lambda x, n0=n0, u=u, v=v: float(h(n0 + x[0] * u + x[1] * v)[0]),
-                           np.zeros(2), method="Nelder-Mead",
-                           options=dict(xatol=1e-13, fatol=1e-15, maxiter=5000,
-                                        initial_simplex=[[0, 0], [0.02, 0], [0, 0.02]]))
-            best = min(best, float(res.fun))
-        out[k] = -best
-    return out
+            out.append(reference.signed_distance_polytopes(*pair)["distance"])
+        else:
+            out.append(reference.signed_distance_smooth(*pair, samples=n_dirs, starts=n_starts)["distance"])
+    return np.array(out)

@@ -18,7 +18,9 @@ pair (B, A) reports the opposite normal, and its distance is the same).
     python -m benchmarks.normal_accuracy [--cases 64] [--wrap plain|affine|rounded] [--exchange] \
         [--cache FILE] [--out benchmarks/results/normal_accuracy.md]
 
-imports the checkout's `jaxgjk` (or the one under $JAXGJK_ROOT, e.g. an exported older commit).
+imports the checkout's `jaxgjk` (or the one under $JAXGJK_ROOT, e.g. an exported older commit; the
+reference is read from that jaxgjk too, so an export from before `jaxgjk/reference.py` existed needs
+this checkout's copy of that file).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ import numpy as np
 if "JAXGJK_ROOT" in os.environ:
     sys.path.insert(0, os.environ["JAXGJK_ROOT"])
 import jaxgjk as jg  # noqa: E402
+from jaxgjk.reference import support_function  # noqa: E402
 from tests.exact_normal import exact_normal  # noqa: E402
-from tests.reference import support_function  # noqa: E402
 from tests.shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)

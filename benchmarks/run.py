@@ -105,25 +105,6 @@ def spec_label(kind: str, nv: int | None) -> str:
     return kind if nv is None else f"{kind}/{nv}"
 
 
-def _jg_shape(jg, jnp, shape: str, params: dict, dtype):
-    a = {k: jnp.asarray(v, dtype) for k, v in params.items()}
-    if shape == "sphere":
-        return jg.Sphere(a["radius"])
-    if shape == "capsule":
-        return jg.Capsule(a["radius"], a["half_length"])
-    if shape == "box":
-        return jg.Box(a["half_extents"])
-    if shape == "cylinder":
-        return jg.Cylinder(a["radius"], a["half_length"])
-    if shape == "ellipsoid":
-        return jg.Ellipsoid(a["radii"])
-    if shape == "polytope":
-        return jg.Polytope(a["vertices"])
-    if shape == "halfspace":
-        return jg.HalfSpace()
-    raise ValueError(shape)
-
-
 def jaxgjk_supports(kind: str) -> bool:
     """Whether the imported jaxgjk has both shapes of ``kind`` (``HalfSpace`` came later)."""
     import jaxgjk as jg
@@ -139,13 +120,7 @@ def jaxgjk_args(case: C.Case, idx: np.ndarray, dtype: str) -> tuple:
     """
     import jax.numpy as jnp
 
-    import jaxgjk as jg
-
-    sub = C.subset(case, idx)
-    return (_jg_shape(jg, jnp, case.shape_a, sub.params_a, dtype),
-            jg.Pose(jnp.asarray(sub.pos_a, dtype), jnp.asarray(sub.quat_a, dtype)),
-            _jg_shape(jg, jnp, case.shape_b, sub.params_b, dtype),
-            jg.Pose(jnp.asarray(sub.pos_b, dtype), jnp.asarray(sub.quat_b, dtype)))
+    return C.jaxgjk_pairs(C.subset(case, idx), lambda value: jnp.asarray(value, dtype))
 
 
 def jaxgjk_batched(case: C.Case, query: str):

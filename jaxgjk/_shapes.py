@@ -39,7 +39,9 @@ class Shape(abc.ABC):
        exact rule in `_bounds` (otherwise `aabb` takes six support calls); a specialised solver in
        `_colliders` (otherwise GJK/EPA run on it); a case in `_demo.random_shape` for the main job.
     4. Tests: add it to `tests/shape_samples.PRIMITIVE_KINDS` (and `random_shape`); the contract
-       tests (`tests/test_shapes.py`) then run it, and the query tests pair it with every other kind.
+       tests (`tests/test_shapes.py`) then run it, and the query tests pair it with every other kind,
+       against the oracle, which needs the kind's support function and support point written out
+       again from its fields (`reference._local_support_function`, `_local_support_point`).
     """
 
     def support(self, direction):

@@ -38,7 +38,7 @@ import itertools
 import numpy as np
 from scipy.optimize import minimize
 
-from .reference import fibonacci_sphere, pose_arrays, support_function
+from jaxgjk.reference import fibonacci_sphere, pose_arrays, support_function
 
 EPS = np.finfo(np.float64).eps
 CAP_POINTS = 3  # constant pieces on each flat cap: enough to fix a cap's normal

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
+from jaxgjk.reference import signed_distance_polytopes, signed_distance_smooth
 
-from .reference import signed_distance_polytopes, signed_distance_smooth
 from .shape_samples import PRIMITIVE_KINDS, random_polytope_vertices, random_rotation, random_shape
 
 POLYHEDRAL = ("sphere", "capsule", "box", "polytope", "flat_box", "needle_box", "flat_polytope",

@@ -21,9 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
-
-from .query_cases import float32_exact, reference
-from .reference import (
+from jaxgjk.reference import (
     capsule_capsule,
     capsule_endpoints,
     sphere_box,
@@ -32,6 +30,8 @@ from .reference import (
     support_function,
     support_point,
 )
+
+from .query_cases import float32_exact, reference
 from .shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])

@@ -37,3 +37,10 @@ def test_every_pose_method_exists(name):
 def test_every_robot_name_exists(name):
     robot = pytest.importorskip("jaxgjk.robot")
     assert hasattr(robot.Robot, name) or name in {field.name for field in dataclasses.fields(robot.Robot)}
+
+
+@pytest.mark.parametrize("name", sorted(set(re.findall(r"`reference\.(\w+)", API))))
+def test_every_reference_name_exists(name):
+    from jaxgjk import reference
+
+    assert callable(getattr(reference, name))

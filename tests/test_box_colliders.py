@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
+from jaxgjk.reference import pose_arrays, quaternion_to_matrix, signed_distance_polytopes, support_function
 
-from .reference import pose_arrays, quaternion_to_matrix, signed_distance_polytopes, support_function
 from .shape_samples import random_rotation
 
 CHUNK = 64

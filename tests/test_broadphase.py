@@ -8,8 +8,8 @@ import pytest
 
 import jaxgjk as jg
 from jaxgjk._broadphase import _count_dtype, pairs_from_bounds
+from jaxgjk.reference import support_function
 
-from .reference import support_function
 from .shape_samples import PRIMITIVE_KINDS, random_shape
 
 AXES = np.concatenate([np.eye(3), -np.eye(3)])
@@ -18,7 +18,7 @@ pairs_from_bounds_jit = jax.jit(pairs_from_bounds, static_argnames="capacity")
 
 
 def reference_bounds(shape, pose):
-    """(lower (3,), upper (3,)) float64 from the closed-form support functions of tests/reference.py."""
+    """(lower (3,), upper (3,)) float64 from the closed-form support functions of jaxgjk.reference."""
     values = support_function(shape, pose, AXES)
     return -values[3:], values[:3]
 

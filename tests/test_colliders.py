@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
-
-from .reference import (
+from jaxgjk.reference import (
     capsule_capsule,
     capsule_endpoints,
     pose_arrays,
@@ -34,6 +33,7 @@ from .reference import (
     support_function,
     support_point,
 )
+
 from .shape_samples import random_polytope_vertices, random_rotation
 
 GENERAL = jg.Config(specialised=False)

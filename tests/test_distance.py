@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
+from jaxgjk.reference import support_function
 
 from .query_cases import pairs, stacked, tolerance
-from .reference import support_function
 
 DISTANCE = jax.jit(jax.vmap(jg.distance))
 INTERSECT = jax.jit(jax.vmap(jg.intersect))

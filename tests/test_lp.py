@@ -14,8 +14,7 @@ from scipy.optimize import linprog
 from scipy.spatial import ConvexHull
 
 from jaxgjk._lp import LPResult, contains, lp_intersect
-
-from .reference import signed_distance_hull
+from jaxgjk.reference import signed_distance_hull
 
 SQRT3 = np.sqrt(3.0)
 NUM = 10  # vertex rows per set in the batched tests

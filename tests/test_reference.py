@@ -1,22 +1,25 @@
-"""Self-consistency of the float64 NumPy/SciPy reference in `tests/reference.py`.
+"""Self-consistency of the float64 NumPy/SciPy reference, `jaxgjk.reference`.
 
 The three routes (hull of the Minkowski difference, minimum of its support function over the sphere,
 closed forms) are checked against each other and against hand-derived exact cases. jaxgjk is only
 used to build shape and pose objects.
 """
 
+import subprocess
+import sys
 
+import jax
 import numpy as np
 import pytest
 
 import jaxgjk as jg
-
-from .reference import (
+from jaxgjk.reference import (
     capsule_capsule,
     capsule_endpoints,
     closest_point_triangles,
     point_box,
     segment_segment_distance,
+    shape_halfspace,
     signed_distance_hull,
     signed_distance_polytopes,
     signed_distance_smooth,
@@ -433,6 +436,72 @@ def test_capsule_capsule_and_sphere_capsule():
             assert result["distance"] == pytest.approx(closed["distance"], abs=1e-8)
 
 
+def stacked(items):
+    """The pytrees `items` (shapes or poses of one kind) stacked along a new leading axis of rows."""
+    return jax.tree_util.tree_map(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *items)
+
+
+def assert_rows_match(rows, singles):
+    """Each row of the dict `rows` equals the dict of the single call for that row."""
+    for i, single in enumerate(singles):
+        for key, value in single.items():
+            np.testing.assert_allclose(rows[key][i], value, rtol=0, atol=1e-15, err_msg=f"{key}, row {i}")
+
+
+def test_closed_forms_take_rows():
+    """sphere_sphere, sphere_capsule, capsule_capsule, sphere_box, shape_halfspace and the support
+    functions take a leading axis of rows (the benchmarks' vectorised references); every row equals
+    its single-pair call, on the capsule cases (parallel, collinear, crossing) and on sphere centres
+    coincident with the other's, on a core, inside a box and outside it."""
+    rng = np.random.default_rng(12)
+    cases = capsule_cases(rng)
+    capsules_a, poses_a, capsules_b, poses_b = (stacked(part) for part in zip(*cases, strict=True))
+    radii_a, radii_b = np.asarray(capsules_a.radius), np.asarray(capsules_b.radius)
+    ends_a, ends_b = capsule_endpoints(capsules_a, poses_a), capsule_endpoints(capsules_b, poses_b)
+    single_ends = [(capsule_endpoints(a, pa), capsule_endpoints(b, pb)) for a, pa, b, pb in cases]
+    np.testing.assert_allclose(np.stack(ends_a, axis=1), [p for p, _ in single_ends], rtol=0, atol=1e-15)
+    pairs = list(zip(single_ends, radii_a, radii_b, strict=True))
+    assert_rows_match(capsule_capsule(*ends_a, radii_a, *ends_b, radii_b),
+                      [capsule_capsule(*p, ra, *q, rb) for (p, q), ra, rb in pairs])
+    centres = np.asarray(poses_b.translation)
+    centres[0] = ends_a[0][0]  # on A's core: the normal is perpendicular to it
+    singles = [sphere_capsule(c, rb, *p, ra) for c, ((p, _), ra, rb) in zip(centres, pairs, strict=True)]
+    assert_rows_match(sphere_capsule(centres, radii_b, *ends_a, radii_a), singles)
+    centres_a = np.asarray(poses_a.translation)
+    centres[1] = centres_a[1]  # coincident centres: +x
+    assert_rows_match(sphere_sphere(centres_a, radii_a, centres, radii_b),
+                      [sphere_sphere(*row) for row in zip(centres_a, radii_a, centres, radii_b, strict=True)])
+
+    boxes = [jg.Box(rng.uniform(0.2, 0.9, 3)) for _ in range(8)]
+    box_poses = [random_pose(rng, 1.0) for _ in boxes]
+    spreads = [0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4]  # centres inside the box, then outside
+    centres = np.array([pb.translation + rng.normal(size=3) * spread
+                        for pb, spread in zip(box_poses, spreads, strict=True)])
+    radii = rng.uniform(0.1, 0.5, len(boxes))
+    half = np.asarray(stacked(boxes).half_extents)
+    assert_rows_match(sphere_box(centres, radii, half, stacked(box_poses)),
+                      [sphere_box(*row) for row in zip(centres, radii, half, box_poses, strict=True)])
+    ground = [random_pose(rng, 0.5) for _ in boxes]
+    assert_rows_match(shape_halfspace(stacked(boxes), stacked(box_poses), stacked(ground)),
+                      [shape_halfspace(*row) for row in zip(boxes, box_poses, ground, strict=True)])
+    directions = rng.normal(size=(len(boxes), 3))
+    for support in (support_function, support_point):
+        np.testing.assert_allclose(support(stacked(boxes), stacked(box_poses), directions),
+                                   [support(*row) for row in zip(boxes, box_poses, directions, strict=True)],
+                                   rtol=0, atol=1e-15)
+
+
+def test_shape_halfspace_known_cases():
+    """A unit sphere 2 above the plane z = 0.5 (0.5 of it clear); a tilted box sunk to its centre."""
+    level = pose(f64(0, 0, 0.5))
+    result = shape_halfspace(jg.Sphere(f64(1.0)), pose(f64(3, 1, 2.5)), level)
+    assert result["distance"] == pytest.approx(1.0, abs=1e-15)
+    np.testing.assert_allclose(result["normal"], [0, 0, -1], atol=1e-15)
+    about_x = np.array([np.cos(np.pi / 8), np.sin(np.pi / 8), 0.0, 0.0])  # 45° about x
+    result = shape_halfspace(jg.Box(f64(1.0, 1.0, 1.0)), pose(f64(0, 0, 0.5), about_x), level)
+    assert result["distance"] == pytest.approx(-np.sqrt(2.0), abs=1e-15)
+
+
 # -------------------------------------------------------------------------------------------------
 # Curved shapes: exact symmetric cases and polygonal bounds
 # -------------------------------------------------------------------------------------------------
@@ -513,3 +582,31 @@ def test_cylinder_and_cone_bracketed_by_polygons():
             exact = signed_distance_polytopes(polygon, pa, box, pb)["distance"]
             smooth = signed_distance_smooth(shape, pa, box, pb, samples=2000)["distance"]
             assert exact - gap - 1e-9 <= smooth <= exact + 1e-9
+
+
+
+WITHOUT_SCIPY = """
+import sys
+import numpy as np
+import jaxgjk as jg
+print('jaxgjk.reference' in sys.modules, 'scipy' in sys.modules)
+sys.modules['scipy'] = None  # from here on, importing SciPy fails
+from jaxgjk import reference
+at = lambda x: jg.Pose(np.array([x, 0.0, 0.0]), np.array([1.0, 0.0, 0.0, 0.0]))
+box, sphere = jg.Box(np.ones(3)), jg.Sphere(np.array(0.5))
+print(reference.signed_distance_smooth(box, at(0.0), sphere, at(3.0))['distance'])
+try:
+    reference.signed_distance_polytopes(box, at(0.0), sphere, at(3.0))
+except ImportError as error:
+    print(error)
+"""
+
+
+def test_reference_loads_on_request_and_needs_scipy_only_for_hulls():
+    """`import jaxgjk` loads neither the oracle nor SciPy (the runtime dependencies are jax, jaxlib and
+    numpy); without SciPy the support-function route still works and the hull route names the extra."""
+    shown = subprocess.run([sys.executable, "-c", WITHOUT_SCIPY], capture_output=True, text=True, check=True)
+    loaded, smooth, error = shown.stdout.splitlines()
+    assert loaded.split() == ["False", "False"]
+    assert float(smooth) == pytest.approx(1.5, abs=1e-12)
+    assert "jaxgjk[reference]" in error

@@ -1,6 +1,6 @@
 """jaxgjk.robot on small URDFs written here: loading (every joint and geometry kind, errors, warnings),
 forward kinematics against yourdfpy's own, the allowed-collision matrix, distances against the float64
-reference (`tests/reference.py`), gradients against central differences, obstacles of every form.
+reference (`jaxgjk.reference`), gradients against central differences, obstacles of every form.
 
 Needs the `robot` extra (yourdfpy, trimesh); skipped without it. One robot of spheres and boxes shares
 its compiled kernels across the tests (fixed batch shapes).
@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
-
-from .reference import signed_distance_polytopes
+from jaxgjk.reference import signed_distance_polytopes
 
 yourdfpy = pytest.importorskip("yourdfpy")
 trimesh = pytest.importorskip("trimesh")

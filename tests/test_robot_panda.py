@@ -12,7 +12,7 @@ shape). Obstacles are given to Bullet as meshes of the boxes' corners for the sa
 Bullet's GJK stops early (its simplex solver treats support points within its equal-vertex threshold as
 already in the simplex), which leaves its separated distances up to ~6e-5 m long; where Bullet and
 jaxgjk differ by more than 1e-4 m, the exact float64 reference (Qhull on the Minkowski difference,
-`tests/reference.py`) decides, and jaxgjk must match it.
+`jaxgjk.reference`) decides, and jaxgjk must match it.
 
 Skipped without pybullet (CI installs it through the `test` extra).
 """
@@ -26,8 +26,7 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
-
-from .reference import signed_distance_hull
+from jaxgjk.reference import signed_distance_hull
 
 pybullet = pytest.importorskip("pybullet")
 pybullet_data = pytest.importorskip("pybullet_data")

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
+from jaxgjk.reference import capsule_capsule, capsule_endpoints, pose_arrays, sphere_box, support_function
 
-from .reference import capsule_capsule, capsule_endpoints, pose_arrays, sphere_box, support_function
 from .shape_samples import PRIMITIVE_KINDS, random_shape
 
 

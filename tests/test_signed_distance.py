@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
+from jaxgjk.reference import support_function
 
 from .query_cases import is_polyhedral, pairs, reference, tolerance
-from .reference import support_function
 from .sweep_cases import (
     closed_form_cases,
     degenerate_cases,

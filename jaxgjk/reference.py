@@ -1,6 +1,11 @@
-"""Independent float64 NumPy/SciPy reference for signed distances between posed convex shapes.
+"""Independent float64 NumPy reference for signed distances between posed convex shapes.
 
-Nothing here calls jaxgjk's algorithms: shapes and poses are read through their fields only
+The one oracle of the project: the tests, the benchmarks (`benchmarks/cases.py`) and the main job
+(`python -m jaxgjk`) measure jaxgjk against it. Not imported by ``import jaxgjk``; import it as
+``from jaxgjk import reference``.
+
+Independence: nothing here calls jaxgjk's algorithms or a shape's methods (``shape.support`` and the
+like) and nothing imports jaxgjk: shapes and poses are read through their fields only
 (``np.asarray(shape.radius)``, dispatch on ``type(shape).__name__``), and every support function is
 a closed form written out again below. Three independent routes to a signed distance:
 
@@ -8,23 +13,22 @@ a closed form written out again below. Three independent routes to a signed dist
   capsules and rounded polytopes through their cores). The Minkowski difference ``D = B - A`` of the
   vertex sets goes through Qhull (`scipy.spatial.ConvexHull`); the distance of the origin is the
   smallest exact point–triangle distance over the hull's triangles, and a penetration depth is the
-  smallest plane offset over its facets.
+  smallest plane offset over its facets. This route needs SciPy (``pip install 'jaxgjk[reference]'``).
 * `signed_distance_smooth`: any shapes, from support functions only:
-  ``sd = -min_{|u|=1} [h_B(u) + h_A(-u)]``, by dense sampling of the sphere and local refinement.
-* Closed forms: `sphere_sphere`, `point_box` / `sphere_box`, `segment_segment_distance`,
+  ``sd = -min_{|u|=1} [h_B(u) + h_A(-u)]``, by dense sampling of the sphere and local refinement
+  (Nelder–Mead, NumPy only).
+* Closed forms (NumPy only): `sphere_sphere`, `point_box` / `sphere_box`, `segment_segment_distance`,
   `sphere_capsule`, `capsule_capsule`, `sphere_cylinder`; `sphere_ellipsoid` by bisection.
 
 Conventions are jaxgjk's (see API.md): ``world = R(q) @ local + t`` with a (w, x, y, z)
 quaternion; the signed distance is positive when separated and minus the penetration depth when
 overlapping; the normal is a world unit vector from A towards B (the direction in which translating
-B by the depth separates the shapes).
+B by the depth separates the shapes). Lengths are in the shapes' units, all arithmetic float64.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.spatial import ConvexHull, QhullError
 
 __all__ = [
     "capsule_capsule",
@@ -33,10 +37,12 @@ __all__ = [
     "core_vertices",
     "fibonacci_sphere",
     "point_box",
+    "point_ellipsoid",
     "point_segment_distance",
     "pose_arrays",
     "quaternion_to_matrix",
     "segment_segment_distance",
+    "shape_halfspace",
     "signed_distance_hull",
     "signed_distance_polytopes",
     "signed_distance_smooth",
@@ -50,6 +56,8 @@ __all__ = [
 ]
 
 _EPS = np.finfo(np.float64).eps
+_IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
+_EX = np.array([1.0, 0.0, 0.0])
 
 
 # -------------------------------------------------------------------------------------------------
@@ -58,30 +66,49 @@ _EPS = np.finfo(np.float64).eps
 
 
 def quaternion_to_matrix(quaternion) -> np.ndarray:
-    """Rotation matrix (3, 3) of a quaternion (4,) (w, x, y, z), normalised (zero → identity)."""
-    q = np.asarray(quaternion, np.float64)
-    norm = np.linalg.norm(q)
-    if not np.isfinite(norm) or norm == 0:
-        return np.eye(3)
-    w, x, y, z = q / norm
-    return np.array(
+    """Rotation matrices (..., 3, 3) of quaternions (..., 4) (w, x, y, z), normalised first; a zero or
+    non-finite quaternion gives the identity."""
+    q = _f64(quaternion)
+    norm = _norm(q)[..., None]
+    valid = np.isfinite(norm) & (norm > 0)
+    w, x, y, z = np.moveaxis(np.where(valid, q / np.where(valid, norm, 1.0), _IDENTITY_QUATERNION), -1, 0)
+    return np.stack(
         [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
+        ],
+        axis=-2,
     )
 
 
 def pose_arrays(pose) -> tuple[np.ndarray, np.ndarray]:
-    """(R (3, 3), t (3,)) float64 of a jaxgjk `Pose` (fields read); ``None`` is the identity."""
+    """(R (..., 3, 3), t (..., 3)) float64 of a jaxgjk `Pose` (fields read; rotation (..., 4),
+    translation (..., 3): one pose, or one per row); ``None`` is the identity."""
     if pose is None:
         return np.eye(3), np.zeros(3)
-    return quaternion_to_matrix(pose.rotation), np.asarray(pose.translation, np.float64).reshape(3)
+    rotation = quaternion_to_matrix(pose.rotation)
+    return rotation, _f64(pose.translation).reshape(rotation.shape[:-2] + (3,))
+
+
+def _to_local(vectors: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+    """Rᵀ v: world vectors (..., 3) in the frame of the rotations (3, 3) or (..., 3, 3)."""
+    return np.einsum("...j,...ji->...i", vectors, rotation)
+
+
+def _to_world(vectors: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+    """R v: local vectors (..., 3) in the world frame, for rotations (3, 3) or (..., 3, 3)."""
+    return np.einsum("...ij,...j->...i", rotation, vectors)
 
 
 def _f64(value) -> np.ndarray:
     return np.asarray(value, np.float64)
+
+
+def _float_or_array(value) -> float | np.ndarray:
+    """A Python float for a single pair's value (0-d), else the array of the pairs' values."""
+    value = np.asarray(value)
+    return float(value) if value.ndim == 0 else value
 
 
 def _norm(u: np.ndarray) -> np.ndarray:
@@ -89,8 +116,8 @@ def _norm(u: np.ndarray) -> np.ndarray:
 
 
 def _unit(u: np.ndarray) -> np.ndarray:
-    """Rows of `u` (K, 3) divided by their norms; zero rows stay zero."""
-    norm = _norm(u)[:, None]
+    """Rows of `u` (..., 3) divided by their norms; zero rows stay zero."""
+    norm = _norm(u)[..., None]
     return np.divide(u, norm, out=np.zeros_like(u), where=norm > 0)
 
 
@@ -109,23 +136,27 @@ def _polytope_vertices(shape) -> np.ndarray:
 
 
 def _local_support_function(shape, u: np.ndarray) -> np.ndarray:
-    """h(u) = max_{x in shape} u·x for local directions u (K, 3) → (K,)."""
+    """h(u) = max_{x in shape} u·x for local directions u (K, 3) → (K,).
+
+    A primitive's fields may also carry a leading axis K (one shape per direction); a polytope's
+    vertices are shared by all directions.
+    """
     kind = type(shape).__name__
     if kind == "Sphere":
         return _f64(shape.radius) * _norm(u)
     if kind == "Capsule":
-        return _f64(shape.radius) * _norm(u) + _f64(shape.half_length) * np.abs(u[:, 2])
+        return _f64(shape.radius) * _norm(u) + _f64(shape.half_length) * np.abs(u[..., 2])
     if kind == "Box":
-        return np.abs(u) @ _f64(shape.half_extents).reshape(3)
+        return np.sum(np.abs(u) * _f64(shape.half_extents), axis=-1)
     if kind == "Cylinder":
-        return _f64(shape.radius) * _norm(u[:, :2]) + _f64(shape.half_length) * np.abs(u[:, 2])
+        return _f64(shape.radius) * _norm(u[..., :2]) + _f64(shape.half_length) * np.abs(u[..., 2])
     if kind == "Cone":
         r, h = _f64(shape.radius), _f64(shape.half_height)
-        return np.maximum(h * u[:, 2], r * _norm(u[:, :2]) - h * u[:, 2])
+        return np.maximum(h * u[..., 2], r * _norm(u[..., :2]) - h * u[..., 2])
     if kind == "Ellipsoid":
-        return _norm(u * _f64(shape.radii).reshape(3))
+        return _norm(u * _f64(shape.radii))
     if kind == "Polytope":
-        return np.max(u @ _polytope_vertices(shape).T, axis=1)
+        return np.max(u @ _polytope_vertices(shape).T, axis=-1)
     if kind == "Affine":
         linear, offset = _f64(shape.linear).reshape(3, 3), _f64(shape.offset).reshape(3)
         # h(u) = h_inner(Lᵀu) + u·offset; rows: (Lᵀu)ᵀ = uᵀL.
@@ -139,47 +170,52 @@ def _local_support_function(shape, u: np.ndarray) -> np.ndarray:
     raise TypeError(f"unsupported shape {kind}")
 
 
+def _axis_sign(u: np.ndarray) -> np.ndarray:
+    """+1 where the local z of the directions (..., 3) is ≥ 0, else −1: which cap (or end) supports."""
+    return np.where(u[..., 2] >= 0, 1.0, -1.0)
+
+
 def _local_support_point(shape, u: np.ndarray) -> np.ndarray:
-    """A maximiser (K, 3) of u·x over the shape for local directions u (K, 3) (ties: any one)."""
+    """A maximiser (K, 3) of u·x over the shape for local directions u (K, 3) (ties: any one); fields
+    as in `_local_support_function`."""
     kind = type(shape).__name__
     if kind == "Sphere":
-        return _f64(shape.radius) * _unit(u)
+        return _f64(shape.radius)[..., None] * _unit(u)
     if kind == "Capsule":
         core = np.zeros_like(u)
-        core[:, 2] = np.where(u[:, 2] >= 0, 1.0, -1.0) * _f64(shape.half_length)
-        return core + _f64(shape.radius) * _unit(u)
+        core[..., 2] = _axis_sign(u) * _f64(shape.half_length)
+        return core + _f64(shape.radius)[..., None] * _unit(u)
     if kind == "Box":
-        half = _f64(shape.half_extents).reshape(3)
+        half = _f64(shape.half_extents)
         return np.where(u >= 0, half, -half)
     if kind == "Cylinder":
-        radial = u.copy()
-        radial[:, 2] = 0
-        point = _f64(shape.radius) * _unit(radial)
-        point[:, 2] = np.where(u[:, 2] >= 0, 1.0, -1.0) * _f64(shape.half_length)
+        across = _unit(u) * [1.0, 1.0, 0.0]  # the unit direction's part across the axis
+        point = _f64(shape.radius)[..., None] * _unit(across)
+        point[..., 2] = _axis_sign(u) * _f64(shape.half_length)
         return point
     if kind == "Cone":
         r, h = _f64(shape.radius), _f64(shape.half_height)
-        radial = u.copy()
-        radial[:, 2] = 0
-        rim = r * _unit(radial)
-        rim[:, 2] = -h
+        rim = r[..., None] * _unit(u * [1.0, 1.0, 0.0])
+        rim[..., 2] = -h
         apex = np.zeros_like(u)
-        apex[:, 2] = h
-        use_apex = (h * u[:, 2]) >= np.sum(u * rim, axis=1)
-        return np.where(use_apex[:, None], apex, rim)
+        apex[..., 2] = h
+        use_apex = (h * u[..., 2]) >= np.sum(u * rim, axis=-1)
+        return np.where(use_apex[..., None], apex, rim)
     if kind == "Ellipsoid":
-        radii = _f64(shape.radii).reshape(3)
-        return radii * _unit(radii * u)
+        radii, n = _f64(shape.radii), _unit(u)
+        # x = E² n / |E n| for the unit direction n (E = diag(radii)); zero where E n = 0.
+        scale = _norm(radii * n)[..., None]
+        return np.divide(radii * radii * n, scale, out=np.zeros_like(n), where=scale > 0)
     if kind == "Polytope":
         vertices = _polytope_vertices(shape)
-        return vertices[np.argmax(u @ vertices.T, axis=1)]
+        return vertices[np.argmax(u @ vertices.T, axis=-1)]
     if kind == "Affine":
         linear, offset = _f64(shape.linear).reshape(3, 3), _f64(shape.offset).reshape(3)
         return _local_support_point(shape.shape, u @ linear) @ linear.T + offset
     if kind == "MinkowskiSum":
         return _local_support_point(shape.a, u) + _local_support_point(shape.b, u)
     if kind == "Rounded":
-        return _local_support_point(shape.shape, u) + _f64(shape.radius) * _unit(u)
+        return _local_support_point(shape.shape, u) + _f64(shape.radius)[..., None] * _unit(u)
     if kind == "ConvexHull":
         points = np.stack([_local_support_point(s, u) for s in shape.shapes])  # (S, K, 3)
         best = np.argmax(np.einsum("skd,kd->sk", points, u), axis=0)
@@ -196,16 +232,22 @@ def support_function(shape, pose, u) -> np.ndarray:
     """Support function h(u) = max_{x in posed shape} u·x, float64.
 
     Args:
-        shape: a jaxgjk shape (fields read, never its methods).
-        pose: a jaxgjk `Pose` (local → world) or ``None`` for the identity.
+        shape: a jaxgjk shape (fields read, never its methods). A primitive's fields may carry a
+            leading axis K: one shape per direction (a stack of shapes of one kind).
+        pose: a jaxgjk `Pose` (local → world), one (rotation (4,), translation (3,)) or one per
+            direction ((K, 4), (K, 3)); ``None`` for the identity.
         u: world directions (K, 3) or (3,), any length (h is positively homogeneous).
 
     Returns:
         (K,) (or () for a single direction): ``h_local(Rᵀu) + u·t``.
     """
-    rotation, translation = pose_arrays(pose)
     directions, single = _as_directions(u)
-    values = _local_support_function(shape, directions @ rotation) + directions @ translation
+    if pose is None:
+        values = _local_support_function(shape, directions)
+    else:
+        rotation, translation = pose_arrays(pose)
+        values = _local_support_function(shape, _to_local(directions, rotation))
+        values = values + np.sum(directions * translation, axis=-1)
     return values[0] if single else values
 
 
@@ -214,9 +256,13 @@ def support_point(shape, pose, u) -> np.ndarray:
 
     Args: as `support_function`. Returns (K, 3) (or (3,) for a single direction).
     """
-    rotation, translation = pose_arrays(pose)
     directions, single = _as_directions(u)
-    points = _local_support_point(shape, directions @ rotation) @ rotation.T + translation
+    if pose is None:
+        points = _local_support_point(shape, directions)
+    else:
+        rotation, translation = pose_arrays(pose)
+        points = _to_world(_local_support_point(shape, _to_local(directions, rotation)), rotation)
+        points = points + translation
     return points[0] if single else points
 
 
@@ -236,11 +282,12 @@ def _closest_on_segments(p: np.ndarray, a: np.ndarray, b: np.ndarray):
     return a + t[..., None] * ab, t
 
 
-def point_segment_distance(p, a, b) -> tuple[float, np.ndarray]:
-    """Distance from p (3,) to the segment [a, b] (a == b allowed), and the closest point (3,)."""
+def point_segment_distance(p, a, b) -> tuple[float | np.ndarray, np.ndarray]:
+    """Distances from points p (..., 3) to the segments [a, b] (..., 3) (a == b allowed), and the
+    closest points (..., 3); the distance is a float for one point and one segment."""
     p, a, b = _f64(p), _f64(a), _f64(b)
-    point, _ = _closest_on_segments(p, a[None], b[None])
-    return float(np.linalg.norm(point[0] - p)), point[0]
+    point, _ = _closest_on_segments(p, a, b)
+    return _float_or_array(_norm(point - p)), point
 
 
 def closest_point_triangles(p, triangles) -> tuple[np.ndarray, np.ndarray]:
@@ -290,8 +337,8 @@ def closest_point_triangles(p, triangles) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(candidates)[best, rows], np.stack(weights)[best, rows]
 
 
-def segment_segment_distance(p0, p1, q0, q1) -> tuple[float, np.ndarray, np.ndarray]:
-    """Distance between segments [p0, p1] and [q0, q1] (3,) each, with closest points.
+def segment_segment_distance(p0, p1, q0, q1) -> tuple[float | np.ndarray, np.ndarray, np.ndarray]:
+    """Distances between segments [p0, p1] and [q0, q1] (..., 3) each, with closest points.
 
     The squared distance |p(s) - q(t)|² is a convex quadratic on [0, 1]²: its minimum is the
     unconstrained stationary point when that lies inside, else on an edge of the square, i.e. an
@@ -299,30 +346,33 @@ def segment_segment_distance(p0, p1, q0, q1) -> tuple[float, np.ndarray, np.ndar
     taken, so parallel (singular 2×2 system) and zero-length segments need no special case.
 
     Returns:
-        (distance, point on [p0, p1] (3,), point on [q0, q1] (3,)).
+        (distance: a float for one pair of segments, else (...); point on [p0, p1] (..., 3); point on
+        [q0, q1] (..., 3)).
     """
-    p0, p1, q0, q1 = (_f64(v).reshape(3) for v in (p0, p1, q0, q1))
-    pairs = []
-    for point, a, b, first in (
-        (p0, q0, q1, True),
-        (p1, q0, q1, True),
-        (q0, p0, p1, False),
-        (q1, p0, p1, False),
-    ):
-        _, closest = point_segment_distance(point, a, b)
-        pairs.append((point, closest) if first else (closest, point))
+    p0, p1, q0, q1 = (_f64(v) for v in (p0, p1, q0, q1))
+    points_a, points_b = [], []
+    for point, start, end, on_a in ((p0, q0, q1, True), (p1, q0, q1, True), (q0, p0, p1, False),
+                                    (q1, p0, p1, False)):
+        _, closest = point_segment_distance(point, start, end)
+        points_a.append(point if on_a else closest)
+        points_b.append(closest if on_a else point)
     d1, d2, r = p1 - p0, q1 - q0, p0 - q0
-    a, e, b = d1 @ d1, d2 @ d2, d1 @ d2
-    c, f = d1 @ r, d2 @ r
+    a, e, b = np.sum(d1 * d1, axis=-1), np.sum(d2 * d2, axis=-1), np.sum(d1 * d2, axis=-1)
+    c, f = np.sum(d1 * r, axis=-1), np.sum(d2 * r, axis=-1)
     det = a * e - b * b
-    if det > 1e-14 * a * e and det > 0:
-        s = (b * f - c * e) / det
-        t = (a * f - b * c) / det
-        if 0 <= s <= 1 and 0 <= t <= 1:
-            pairs.append((p0 + s * d1, q0 + t * d2))
-    distances = [np.linalg.norm(x - y) for x, y in pairs]
-    best = int(np.argmin(distances))
-    return float(distances[best]), pairs[best][0], pairs[best][1]
+    regular = (det > 1e-14 * a * e) & (det > 0)
+    det_safe = np.where(regular, det, 1.0)
+    s, t = (b * f - c * e) / det_safe, (a * f - b * c) / det_safe
+    interior = regular & (s >= 0) & (s <= 1) & (t >= 0) & (t <= 1)
+    points_a.append(p0 + s[..., None] * d1)
+    points_b.append(q0 + t[..., None] * d2)
+    points_a, points_b = np.stack(points_a), np.stack(points_b)  # (5, ..., 3): 4 end pairs, interior
+    distances = _norm(points_a - points_b)
+    distances[4] = np.where(interior, distances[4], np.inf)
+    best = np.argmin(distances, axis=0)[None, ..., None]
+    point_a = np.take_along_axis(points_a, best, axis=0)[0]
+    point_b = np.take_along_axis(points_b, best, axis=0)[0]
+    return _float_or_array(_norm(point_a - point_b)), point_a, point_b
 
 
 # -------------------------------------------------------------------------------------------------
@@ -331,18 +381,20 @@ def segment_segment_distance(p0, p1, q0, q1) -> tuple[float, np.ndarray, np.ndar
 
 
 def _any_perpendicular(v: np.ndarray) -> np.ndarray:
-    axis = np.eye(3)[np.argmin(np.abs(v))]
-    w = np.cross(v, axis)
-    return w / np.linalg.norm(w)
+    """Unit vectors (..., 3) perpendicular to v (..., 3): v × the basis axis least aligned with it;
+    +x where v is zero (any unit vector is)."""
+    w = np.cross(v, np.eye(3)[np.argmin(np.abs(v), axis=-1)])
+    return np.where(np.any(w != 0, axis=-1)[..., None], _unit(w), _EX)
 
 
 def _rounded_result(distance_core, point_a, point_b, radius_a, radius_b, fallback_normal):
-    """Signed distance of two cores (points/segments) swept by balls: core distance − r_a − r_b."""
+    """Signed distance of two cores (points/segments, (..., 3)) swept by balls: core distance − r_a
+    − r_b, with the normal along point_b − point_a (`fallback_normal` where they coincide)."""
+    radius_a, radius_b = _f64(radius_a)[..., None], _f64(radius_b)[..., None]
     gap = point_b - point_a
-    norm = np.linalg.norm(gap)
-    normal = gap / norm if norm > 0 else fallback_normal
+    normal = np.where(_norm(gap)[..., None] > 0, _unit(gap), fallback_normal)
     return {
-        "distance": float(distance_core - radius_a - radius_b),
+        "distance": _float_or_array(distance_core - radius_a[..., 0] - radius_b[..., 0]),
         "normal": normal,
         "point_a": point_a + radius_a * normal,
         "point_b": point_b - radius_b * normal,
@@ -350,24 +402,24 @@ def _rounded_result(distance_core, point_a, point_b, radius_a, radius_b, fallbac
 
 
 def sphere_sphere(center_a, radius_a, center_b, radius_b) -> dict:
-    """Signed distance |c_b − c_a| − r_a − r_b, normal from A to B (+x for coincident centres)."""
-    ca, cb = _f64(center_a).reshape(3), _f64(center_b).reshape(3)
-    return _rounded_result(
-        np.linalg.norm(cb - ca), ca, cb, float(radius_a), float(radius_b), np.array([1.0, 0.0, 0.0])
-    )
+    """Signed distance |c_b − c_a| − r_a − r_b, normal from A to B (+x for coincident centres).
 
-
-def point_box(point, half_extents) -> float:
-    """Exact signed distance of a point (box frame) to the box |x_i| ≤ h_i.
-
-    Outside: |p − clamp(p, −h, h)|. Inside (or on the boundary): −min_i (h_i − |p_i|).
+    Args: centres (..., 3) (world) and radii (...): one pair, or one per row. Returns a dict of
+    distance (a float for one pair, else (...)), normal, point_a and point_b ((..., 3), world).
     """
-    p, h = _f64(point).reshape(3), _f64(half_extents).reshape(3)
-    residual = p - np.clip(p, -h, h)
-    outside = np.linalg.norm(residual)
-    if outside > 0:
-        return float(outside)
-    return float(-np.min(h - np.abs(p)))
+    ca, cb = _f64(center_a), _f64(center_b)
+    return _rounded_result(_norm(cb - ca), ca, cb, radius_a, radius_b, _EX)
+
+
+def point_box(point, half_extents) -> float | np.ndarray:
+    """Exact signed distance of points (..., 3) (box frame) to the boxes |x_i| ≤ h_i (h (..., 3)).
+
+    Outside: |p − clamp(p, −h, h)|. Inside (or on the boundary): −min_i (h_i − |p_i|). A float for
+    one point.
+    """
+    p, h = _f64(point), _f64(half_extents)
+    outside = _norm(p - np.clip(p, -h, h))
+    return _float_or_array(np.where(outside > 0, outside, -np.min(h - np.abs(p), axis=-1)))
 
 
 def sphere_box(center, radius, half_extents, pose_box) -> dict:
@@ -377,20 +429,20 @@ def sphere_box(center, radius, half_extents, pose_box) -> dict:
     swept by a ball). The normal is the box-frame direction from the sphere centre to its nearest
     box point when outside; when inside, minus the outward axis of the nearest face (the sphere
     leaves through that face, i.e. B, the box, moves along minus its outward normal).
+
+    Args: centre (..., 3) (world), radius (...), half_extents (..., 3), pose_box a `Pose` (one, or
+    one per row). Returns a dict of distance (a float for one pair, else (...)) and normal (..., 3).
     """
     rotation, translation = pose_arrays(pose_box)
-    p = rotation.T @ (_f64(center).reshape(3) - translation)
-    h = _f64(half_extents).reshape(3)
-    residual = p - np.clip(p, -h, h)
-    if np.linalg.norm(residual) > 0:
-        normal_local = -residual / np.linalg.norm(residual)
-    else:
-        axis = int(np.argmin(h - np.abs(p)))
-        normal_local = np.zeros(3)
-        normal_local[axis] = -1.0 if p[axis] >= 0 else 1.0
+    p = _to_local(_f64(center) - translation, rotation)
+    h = _f64(half_extents)
+    outward = _unit(p - np.clip(p, -h, h))
+    nearest_face = np.arange(3) == np.argmin(h - np.abs(p), axis=-1)[..., None]
+    inside_normal = np.where(nearest_face, np.where(p >= 0, -1.0, 1.0), 0.0)
+    normal_local = np.where(np.any(outward != 0, axis=-1)[..., None], -outward, inside_normal)
     return {
-        "distance": point_box(p, h) - float(radius),
-        "normal": rotation @ normal_local,
+        "distance": _float_or_array(point_box(p, h) - _f64(radius)),
+        "normal": _to_world(normal_local, rotation),
     }
 
 
@@ -469,21 +521,23 @@ def sphere_ellipsoid(center, radius, radii, pose_ellipsoid) -> dict:
 
 
 def capsule_endpoints(shape, pose) -> tuple[np.ndarray, np.ndarray]:
-    """World end points (3,), (3,) of a Capsule's core segment (local z from −h to +h)."""
+    """World end points (..., 3), (..., 3) of a Capsule's core segment (local z from −h to +h); the
+    capsule and its pose may carry a leading axis of rows."""
     rotation, translation = pose_arrays(pose)
-    h = float(_f64(shape.half_length))
-    return translation - h * rotation[:, 2], translation + h * rotation[:, 2]
+    axis = _f64(shape.half_length)[..., None] * rotation[..., :, 2]
+    return translation - axis, translation + axis
 
 
 def sphere_capsule(center, radius_sphere, p0, p1, radius_capsule) -> dict:
-    """Sphere (A) against capsule (B) given by its core segment [p0, p1]: exact closed form."""
-    c = _f64(center).reshape(3)
+    """Sphere (A) against capsule (B) given by its core segment [p0, p1]: exact closed form.
+
+    Args: centre, p0, p1 (..., 3) (world) and radii (...): one pair, or one per row. Returns a dict
+    as `sphere_sphere`'s; where the centre lies on the core, the normal is perpendicular to it.
+    """
+    c = _f64(center)
     distance, closest = point_segment_distance(c, p0, p1)
-    axis = _f64(p1) - _f64(p0)
-    fallback = _any_perpendicular(axis) if np.linalg.norm(axis) > 0 else np.array([1.0, 0, 0])
-    return _rounded_result(
-        distance, c, closest, float(radius_sphere), float(radius_capsule), fallback
-    )
+    fallback = _any_perpendicular(_f64(p1) - _f64(p0))
+    return _rounded_result(distance, c, closest, radius_sphere, radius_capsule, fallback)
 
 
 def capsule_capsule(p0, p1, radius_a, q0, q1, radius_b) -> dict:
@@ -491,22 +545,50 @@ def capsule_capsule(p0, p1, radius_a, q0, q1, radius_b) -> dict:
 
     When the cores cross (distance 0) the normal is the common perpendicular of the two axes (sign
     arbitrary), or any perpendicular for parallel axes.
+
+    Args: end points (..., 3) (world) and radii (...): one pair, or one per row. Returns a dict as
+    `sphere_sphere`'s.
     """
     distance, point_a, point_b = segment_segment_distance(p0, p1, q0, q1)
     d1, d2 = _f64(p1) - _f64(p0), _f64(q1) - _f64(q0)
     cross = np.cross(d1, d2)
-    if np.linalg.norm(cross) > 1e-12 * np.linalg.norm(d1) * np.linalg.norm(d2):
-        fallback = cross / np.linalg.norm(cross)
-    elif np.linalg.norm(d1) > 0:
-        fallback = _any_perpendicular(d1)
-    else:
-        fallback = np.array([1.0, 0.0, 0.0])
-    return _rounded_result(distance, point_a, point_b, float(radius_a), float(radius_b), fallback)
+    crossing = (_norm(cross) > 1e-12 * _norm(d1) * _norm(d2))[..., None]
+    fallback = np.where(crossing, _unit(cross), _any_perpendicular(d1))
+    return _rounded_result(distance, point_a, point_b, radius_a, radius_b, fallback)
+
+
+def shape_halfspace(shape, pose, pose_halfspace) -> dict:
+    """Signed distance and normal (A = any shape → B = the half-space local z ≤ 0 of `pose_halfspace`).
+
+    With n = R_B e_z the half-space's outward normal: sd = min_{x in A} n·(x − t_B) = −h_A(−n) − n·t_B
+    (the height of A's lowest point above the plane, negative below it: exact, A's support function
+    in closed form), and the normal from A towards B is −n.
+
+    Args: shape and pose as `support_function`'s; pose_halfspace a `Pose`, one per row where the shape
+    or its pose has rows. Returns a dict of distance (a float for one pair, else (K,)) and normal
+    ((3,) or (K, 3), world).
+    """
+    rotation, translation = pose_arrays(pose_halfspace)
+    normal = rotation[..., :, 2]
+    distance = -support_function(shape, pose, -normal) - np.sum(normal * translation, axis=-1)
+    return {"distance": _float_or_array(distance), "normal": -normal}
 
 
 # -------------------------------------------------------------------------------------------------
 # Exact polytope signed distance through the hull of the Minkowski difference
 # -------------------------------------------------------------------------------------------------
+
+
+def _qhull():
+    """SciPy's (ConvexHull, QhullError), imported on first use: only the hull route needs SciPy."""
+    try:
+        from scipy.spatial import ConvexHull, QhullError
+    except ImportError as error:
+        raise ImportError(
+            "jaxgjk.reference's hull route (signed_distance_hull, signed_distance_polytopes) needs "
+            "SciPy's Qhull: pip install 'jaxgjk[reference]' (or scipy)"
+        ) from error
+    return ConvexHull, QhullError
 
 
 def _hull_triangles(points: np.ndarray):
@@ -530,6 +612,7 @@ def _hull_triangles(points: np.ndarray):
     _, singular, vt = np.linalg.svd(padded, full_matrices=False)
     tol = 1e-12 * scale
     rank = int(np.sum(singular > tol * np.sqrt(len(points))))
+    ConvexHull, QhullError = _qhull()  # noqa: N806 (SciPy's class names)
     if rank == 3:
         for options in (None, "QJ"):
             try:
@@ -567,7 +650,8 @@ def signed_distance_hull(vertices_a_world, vertices_b_world) -> dict:
       offset). Translating B by v moves D by v; the shapes separate once −v leaves the interior of
       D, the shortest such v being −depth·n_f with n_f the outward normal of the nearest facet. So
       the normal (B's separating direction, from A towards B) is −n_f. The facet value is recomputed
-      exactly from the vertex set as max_j n_f·d_j = h_D(n_f) (≥ depth for any unit n_f).
+      exactly from the vertex sets as max_j n_f·b_j − min_i n_f·a_i = h_D(n_f) (≥ depth for any unit
+      n_f).
     * Flat or lower-dimensional D (coplanar input, segments, points): see `_hull_triangles`; the
       distance is then the exact distance to the flat set, zero when the origin lies in it, with the
       set's plane normal (arbitrary sign) as normal in that case. A distance at rounding level
@@ -588,7 +672,8 @@ def signed_distance_hull(vertices_a_world, vertices_b_world) -> dict:
     inside = equations is not None and np.max(equations[:, 3]) <= 0
     if inside:
         normals = equations[:, :3] / np.linalg.norm(equations[:, :3], axis=1, keepdims=True)
-        offsets = np.max(normals @ diff.T, axis=1)  # h_D(n_f), exact for the given n_f
+        # h_D(n_f) = h_B(n_f) + h_A(−n_f), exact for the given n_f: O(F (N + M)), not O(F N M).
+        offsets = np.max(normals @ vb.T, axis=1) - np.min(normals @ va.T, axis=1)
         best = int(np.argmin(offsets))
         depth = float(offsets[best])
         normal = -normals[best]
@@ -832,21 +917,17 @@ def _refine(objective, u, value, radius, scale, rng, *, min_radius=1e-13, max_re
             v = u + ab @ chart
             return v / np.linalg.norm(v)
 
-        result = minimize(
+        ab_best, value_best = _nelder_mead(
             lambda ab, in_chart=in_chart: float(objective(in_chart(ab))[0]),
-            np.zeros(2),
-            method="Nelder-Mead",
-            options={
-                "initial_simplex": np.array([[0.0, 0.0], [radius, 0.0], [0.0, radius]]),
-                "xatol": min_radius,
-                "fatol": 1e-16 * scale,
-                "maxfev": 600,
-            },
+            np.array([[0.0, 0.0], [radius, 0.0], [0.0, radius]]),
+            xatol=min_radius,
+            fatol=1e-16 * scale,
+            max_evaluations=600,
         )
-        improved = result.fun < value - 4 * _EPS * scale
-        if result.fun < value:
-            step = float(np.linalg.norm(result.x))
-            u, value = in_chart(result.x), float(result.fun)
+        improved = value_best < value - 4 * _EPS * scale
+        if value_best < value:
+            step = float(np.linalg.norm(ab_best))
+            u, value = in_chart(ab_best), value_best
         if improved:
             radius = max(min(radius, 4 * step), min_radius)
         elif radius <= min_radius:
@@ -854,3 +935,85 @@ def _refine(objective, u, value, radius, scale, rng, *, min_radius=1e-13, max_re
         else:
             radius = max(radius / 1e4, min_radius)
     return u, value
+
+
+class _BudgetSpent(Exception):
+    """Raised by `_nelder_mead`'s counted objective once its evaluation budget is spent."""
+
+
+def _nelder_mead(objective, simplex, *, xatol: float, fatol: float, max_evaluations: int):
+    """Minimise `objective` ((n,) → float) by Nelder–Mead from the initial `simplex` (n + 1, n).
+
+    The standard coefficients (reflection 1, expansion 2, contraction 1/2, shrink 1/2) in the control
+    flow of SciPy's non-adaptive `minimize(method="Nelder-Mead")` (SciPy 1.17), so that the same
+    inputs give the same iterates without SciPy: it stops once every vertex lies within `xatol` of the
+    best one (max-norm) and every value within `fatol` of the best, or after `max_evaluations`
+    evaluations (an iteration cut short by the budget keeps what it had).
+
+    Returns:
+        (the best vertex (n,), its value).
+    """
+    evaluations = 0
+
+    def evaluate(x):
+        nonlocal evaluations
+        if evaluations >= max_evaluations:
+            raise _BudgetSpent
+        evaluations += 1
+        return objective(x)
+
+    def sorted_by_value(simplex, values):
+        order = np.argsort(values)
+        return np.take(simplex, order, 0), np.take(values, order, 0)
+
+    simplex = np.array(simplex, np.float64)
+    size = simplex.shape[1]
+    values = np.full(size + 1, np.inf)
+    try:
+        for k in range(size + 1):
+            values[k] = evaluate(simplex[k])
+    except _BudgetSpent:
+        pass
+    simplex, values = sorted_by_value(*sorted_by_value(simplex, values))
+    while evaluations < max_evaluations:
+        try:
+            if (
+                np.max(np.abs(simplex[1:] - simplex[0])) <= xatol
+                and np.max(np.abs(values[0] - values[1:])) <= fatol
+            ):
+                break
+            centroid = np.add.reduce(simplex[:-1], 0) / size
+            reflected = 2 * centroid - simplex[-1]
+            value_reflected = evaluate(reflected)
+            shrink = False
+            if value_reflected < values[0]:
+                expanded = 3 * centroid - 2 * simplex[-1]
+                value_expanded = evaluate(expanded)
+                if value_expanded < value_reflected:
+                    simplex[-1], values[-1] = expanded, value_expanded
+                else:
+                    simplex[-1], values[-1] = reflected, value_reflected
+            elif value_reflected < values[-2]:
+                simplex[-1], values[-1] = reflected, value_reflected
+            elif value_reflected < values[-1]:  # outside contraction
+                contracted = 1.5 * centroid - 0.5 * simplex[-1]
+                value_contracted = evaluate(contracted)
+                if value_contracted <= value_reflected:
+                    simplex[-1], values[-1] = contracted, value_contracted
+                else:
+                    shrink = True
+            else:  # inside contraction
+                contracted = 0.5 * centroid + 0.5 * simplex[-1]
+                value_contracted = evaluate(contracted)
+                if value_contracted < values[-1]:
+                    simplex[-1], values[-1] = contracted, value_contracted
+                else:
+                    shrink = True
+            if shrink:
+                for j in range(1, size + 1):
+                    simplex[j] = simplex[0] + 0.5 * (simplex[j] - simplex[0])
+                    values[j] = evaluate(simplex[j])
+        except _BudgetSpent:
+            pass
+        simplex, values = sorted_by_value(simplex, values)
+    return simplex[0], float(np.min(values))
