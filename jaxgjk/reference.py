@@ -944,11 +944,12 @@ class _BudgetSpent(Exception):
 def _nelder_mead(objective, simplex, *, xatol: float, fatol: float, max_evaluations: int):
     """Minimise `objective` ((n,) → float) by Nelder–Mead from the initial `simplex` (n + 1, n).
 
-    The standard coefficients (reflection 1, expansion 2, contraction 1/2, shrink 1/2) in the control
-    flow of SciPy's non-adaptive `minimize(method="Nelder-Mead")` (SciPy 1.17), so that the same
-    inputs give the same iterates without SciPy: it stops once every vertex lies within `xatol` of the
-    best one (max-norm) and every value within `fatol` of the best, or after `max_evaluations`
-    evaluations (an iteration cut short by the budget keeps what it had).
+    Nelder and Mead, "A simplex method for function minimization" (1965), with the standard
+    coefficients (reflection 1, expansion 2, contraction 1/2, shrink 1/2) and the inside/outside
+    contractions of Lagarias et al., "Convergence properties of the Nelder–Mead simplex method in low
+    dimensions" (1998). It stops once every vertex lies within `xatol` of the best one (max-norm) and
+    every value within `fatol` of the best, or after `max_evaluations` evaluations (an iteration cut
+    short by the budget keeps what it had).
 
     Returns:
         (the best vertex (n,), its value).
@@ -974,7 +975,7 @@ def _nelder_mead(objective, simplex, *, xatol: float, fatol: float, max_evaluati
             values[k] = evaluate(simplex[k])
     except _BudgetSpent:
         pass
-    simplex, values = sorted_by_value(*sorted_by_value(simplex, values))
+    simplex, values = sorted_by_value(simplex, values)
     while evaluations < max_evaluations:
         try:
             if (
