@@ -553,6 +553,11 @@ class Rounded(Shape):
     def may_curve(self):
         return self.shape.may_curve()
 
+    def polyhedral_core(self):
+        # The inner shape's own answer, per lane for a packed one: the default, `not may_curve()`,
+        # is a trace-time bool that a packed shape holding any curved kind makes False everywhere.
+        return self.shape.polyhedral_core()
+
     def margin(self):
         return self.shape.margin() + self.radius
 

@@ -350,3 +350,36 @@ def test_composite_gradients_are_the_exact_normal():
             normals.append(reference["normal"])
             labels.append(f"member {reference['active'][0][0]} {reference['signed']:.2f}")
     _check_against_exact(normals, labels, *_stack(rows), forward=True)
+
+
+def test_rounded_packed_flat_core_against_a_curved_one_gradients_are_the_exact_normal():
+    """float64: a `Rounded` packed shape holding a flat core feature (a box's or polytope's face or
+    edge, a capsule's segment) against a `Rounded` ellipsoid, penetrating: the gradient is the exact
+    normal to 1e-6. `Rounded` once took a packed core's `polyhedral_core` from the trace-time
+    `may_curve()` (True for a packed shape), so the flat side counted as curved, the refinement never
+    ran and the gradient kept EPA's √tolerance error (up to 6e-5)."""
+    from .exact_normal import exact_normal
+    from .shape_samples import random_shape
+
+    rng = np.random.default_rng(23)
+    radius = jnp.asarray(0.1)
+    shapes_a, shapes_b, poses_a, poses_b, normals, labels = [], [], [], [], [], []
+    for kind in ("box", "polytope", "capsule") * 2:
+        while True:
+            a, b = random_shape(kind, rng, 0.5), random_shape("ellipsoid", rng, 0.5)
+            direction = rng.normal(size=3)
+            poses = (jg.Pose(jnp.zeros(3), jnp.asarray(random_rotation(rng))),
+                     jg.Pose(jnp.asarray(rng.uniform(0.2, 0.6) * direction / np.linalg.norm(direction)),
+                             jnp.asarray(random_rotation(rng))))
+            reference = exact_normal(jg.Rounded(a, radius), poses[0], jg.Rounded(b, radius), poses[1])
+            if reference["resolved"] and reference["margin"] > 1e-4 and reference["signed"] < 0:
+                break
+        shapes_a.append(a)
+        shapes_b.append(b)
+        poses_a.append(poses[0])
+        poses_b.append(poses[1])
+        normals.append(reference["normal"])
+        labels.append(f"{kind}–ellipsoid {reference['signed']:.2f}")
+    radii = jnp.full(len(normals), radius)
+    _check_against_exact(normals, labels, jg.Rounded(jg.pack(shapes_a, dtype=np.float64), radii),
+                         jg.Rounded(_stack(shapes_b), radii), _stack(poses_a), _stack(poses_b))
