@@ -144,6 +144,9 @@ class ClimbingPolytope(Shape):
         index, _ = self.support_index(direction, start_index)
         return self.vertices[index].astype(direction.dtype)
 
+    def may_curve(self):
+        return False
+
     def core_feature(self, direction, relative_tolerance):
         return vertex_set_feature(self.vertices, None, direction, relative_tolerance)
 
