@@ -166,3 +166,13 @@ def test_checks_accept_the_shape_and_reject_batch_axes(name):
     stacked = jax.tree_util.tree_map(lambda leaf: jnp.stack([leaf, leaf]), shape)
     with pytest.raises(ValueError, match="jax.vmap"):
         stacked.check("shape")
+
+
+def test_structures_of_different_kinds_never_compare_equal():
+    # jaxlib 0.10 compares dataclass-node structures by field names only; a jit cache then handed
+    # a Cylinder the program traced for a Capsule (same fields) whenever their hashes met in a bucket.
+    shapes = all_shapes(np.random.default_rng(7))
+    structures = {name: jax.tree.structure(shape) for name, shape in shapes.items()}
+    for name, structure in structures.items():
+        assert structure == jax.tree.structure(jax.tree.map(lambda leaf: leaf, shapes[name]))
+        assert [other for other in structures if structures[other] == structure] == [name]
