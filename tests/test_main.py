@@ -1,25 +1,40 @@
-"""The main job (`python -m jaxgjk`, the README's first command) on small batches, without SciPy."""
+"""The main job (`python -m jaxgjk`, the README's first command) on small batches: its check against the
+float64 reference, a second run that loads the traced program, and a run without flatbuffers."""
 
 import subprocess
 import sys
 
-import pytest
-
-# SciPy is blocked: a plain `pip install -e .` has none, and the check must run on the NumPy routes.
-MAIN_WITHOUT_SCIPY = """
+# Runs the job with the modules named in argv[1] (comma-separated) made unimportable.
+MAIN_WITHOUT = """
 import sys
-sys.modules["scipy"] = None
+for name in filter(None, sys.argv[1].split(",")):
+    sys.modules[name] = None
 from jaxgjk._demo import main
-sys.exit(main(sys.argv[1:]))
+sys.exit(main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("query", ["signed_distance", "intersect"])  # the two ways the check reads
-def test_main_job_checks_its_sample_against_the_reference_without_scipy(query):
-    arguments = ["--pairs", "96", "--check", "12", "--kinds", "box", "cylinder", "polytope", "--query", query,
-                 "--no-cache"]
-    run = subprocess.run([sys.executable, "-c", MAIN_WITHOUT_SCIPY, *arguments], capture_output=True,
-                         text=True, timeout=600)
+def run_main(blocked, *arguments):
+    arguments = ["--pairs", "96", "--check", "12", "--kinds", "box", "cylinder", "polytope", *arguments]
+    run = subprocess.run([sys.executable, "-c", MAIN_WITHOUT, ",".join(blocked), *arguments],
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "check: 12 pairs vs the float64 reference (jaxgjk.reference" in run.stdout
     assert run.stdout.rstrip().endswith("PASS")
+    return run.stdout
+
+
+def test_second_run_loads_the_traced_program_and_answers_the_same(tmp_path):
+    first = run_main([], "--query", "signed_distance", "--cache-dir", str(tmp_path))
+    second = run_main([], "--query", "signed_distance", "--cache-dir", str(tmp_path))
+    assert "(traced and saved to the cache)" in first
+    assert "(traced program loaded from the cache)" in second
+    assert [line for line in first.splitlines() if line.startswith(("status", "check"))][:1] == \
+        [line for line in second.splitlines() if line.startswith(("status", "check"))][:1]
+
+
+def test_intersect_without_flatbuffers_traces_every_run(tmp_path):
+    # Without flatbuffers (optional; jax.export serialises with it) the traced program is not saved.
+    output = run_main(["flatbuffers"], "--query", "intersect", "--cache-dir", str(tmp_path))
+    assert "(traced)" in output
+    assert not list(tmp_path.glob("main-job-*"))
