@@ -128,7 +128,7 @@ def compiled_kernel(query: str, inputs, cache_dir: str | None):
             result_structure, serialized = pickle.load(saved)
         program = export.deserialize(bytearray(serialized))
         how = "traced program loaded from the cache"
-    except (OSError, ImportError, ValueError, pickle.UnpicklingError):
+    except (OSError, EOFError, ImportError, ValueError, pickle.UnpicklingError):
         program = export.export(jax.jit(flat))(*leaves)
         result_structure, how = traced["structure"], "traced"
         try:
