@@ -114,12 +114,17 @@ def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
         converged = repeated | (norm_sq - v_dot_w <= tolerance * norm * jnp.sqrt(scale_sq))
         exceeded = lower_bound > separation_bound
 
-        slot = first_argmax(~state.mask)
-        vertices = jax.tree_util.tree_map(
-            lambda s, x: jnp.where((jnp.arange(4) == slot).reshape((4,) + (1,) * x.ndim), x, s),
-            state.vertices, w)
-        newest = jnp.arange(4) == slot
-        closest, weights, mask = closest_point(vertices.point, state.mask | newest, newest)
+        # w goes to slot 3, where the sub-algorithm looks for the newest point; a point already there
+        # moves to the first free slot (a running simplex holds at most three points).
+        slots = jnp.arange(4)
+        moved_to = jnp.where(state.mask[3], first_argmax(~state.mask[:3]), 4)
+
+        def place(slot, point):
+            slot = jnp.where((slots == moved_to).reshape((4,) + (1,) * point.ndim), slot[3], slot)
+            return jnp.where((slots == 3).reshape((4,) + (1,) * point.ndim), point, slot)
+        vertices = jax.tree_util.tree_map(place, state.vertices, w)
+        mask = state.mask | (slots == moved_to) | (slots == 3)
+        closest, weights, mask = closest_point(vertices.point, mask, last_only=True)
         new_norm_sq = jnp.dot(closest, closest)
         # No progress beyond rounding. An improvement within rounding is still taken: in float32 the
         # decrease of |v|² can fall below its ulp while the duality gap is still large.

@@ -20,39 +20,45 @@ from ._vector import first_argmin, select
 
 EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
 TRIANGLES = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
-# Membership (15, 4) of the candidates in order: vertices, edges, triangles, tetrahedron. Lower
-# dimensions come first, so an exact tie selects the smaller face.
-_MEMBERS = np.concatenate([
-    np.eye(4, dtype=bool),
-    np.eye(4, dtype=bool)[EDGES].any(axis=1),
-    np.eye(4, dtype=bool)[TRIANGLES].any(axis=1),
-    np.ones((1, 4), dtype=bool),
-])
+
+
+def _faces(last_only: bool):
+    """The candidate faces (vertex, edge and triangle index arrays; all 15 faces, or the 8 that contain
+    vertex 3) and their membership (K, 4) in order: vertices, edges, triangles, tetrahedron. Lower
+    dimensions come first, so an exact tie selects the smaller face."""
+    vertices, edges, triangles = np.arange(4), EDGES, TRIANGLES
+    if last_only:
+        vertices, edges = vertices[3:], edges[(edges == 3).any(1)]
+        triangles = triangles[(triangles == 3).any(1)]
+    members = np.concatenate([np.eye(4, dtype=bool)[vertices], np.eye(4, dtype=bool)[edges].any(axis=1),
+                              np.eye(4, dtype=bool)[triangles].any(axis=1), np.ones((1, 4), dtype=bool)])
+    return vertices, edges, triangles, members
 
 
 def _safe_divide(numerator, denominator, is_safe):
     return numerator / jnp.where(is_safe, denominator, 1)
 
 
-def _edge_candidates(points):
-    """Projection weights (6, 4), projections (6, 3) and validity (6,) of the origin onto the six
-    edges of `points` (4, 3)."""
-    a, b = points[EDGES[:, 0]], points[EDGES[:, 1]]
+def _edge_candidates(points, edges=EDGES):
+    """Projection weights (E, 4), projections (E, 3) and validity (E,) of the origin onto the edges
+    `edges` (E, 2) (static) of `points` (4, 3)."""
+    a, b = points[edges[:, 0]], points[edges[:, 1]]
     edge = b - a
     length_sq = jnp.sum(edge * edge, axis=-1)
     along = -jnp.sum(a * edge, axis=-1)  # t * |b - a|², with the projection at a + t (b - a)
     valid = (along > 0) & (along < length_sq)
     t = _safe_divide(along, length_sq, length_sq > 0)
-    weights = jnp.zeros((6, 4), points.dtype)
-    weights = weights.at[np.arange(6), EDGES[:, 0]].set(1 - t)
-    weights = weights.at[np.arange(6), EDGES[:, 1]].set(t)
+    rows = np.arange(len(edges))
+    weights = jnp.zeros((len(edges), 4), points.dtype)
+    weights = weights.at[rows, edges[:, 0]].set(1 - t)
+    weights = weights.at[rows, edges[:, 1]].set(t)
     return weights, a + t[:, None] * edge, valid
 
 
-def _triangle_candidates(points):
-    """Projection weights (4, 4), projections (4, 3) and validity (4,) of the origin onto the four
-    triangles of `points` (4, 3)."""
-    a, b, c = (points[TRIANGLES[:, k]] for k in range(3))
+def _triangle_candidates(points, triangles=TRIANGLES):
+    """Projection weights (T, 4), projections (T, 3) and validity (T,) of the origin onto the
+    triangles `triangles` (T, 3) (static) of `points` (4, 3)."""
+    a, b, c = (points[triangles[:, k]] for k in range(3))
     ab, ac, origin_from_a = b - a, c - a, -a
     normal = jnp.cross(ab, ac)
     area_sq = jnp.sum(normal * normal, axis=-1)
@@ -64,9 +70,9 @@ def _triangle_candidates(points):
     non_degenerate = area_sq > rounding_sq * jnp.sum(ab * ab, -1) * jnp.sum(ac * ac, -1)
     valid = non_degenerate & (weight_a > 0) & (weight_b > 0) & (weight_c > 0)
     raw = jnp.stack([weight_a, weight_b, weight_c], axis=-1)
-    weights = jnp.zeros((4, 4), points.dtype).at[np.arange(4)[:, None], TRIANGLES].set(
-        _safe_divide(raw, area_sq[:, None], non_degenerate[:, None])
-    )
+    rows = np.arange(len(triangles))[:, None]
+    weights = jnp.zeros((len(triangles), 4), points.dtype).at[rows, triangles].set(
+        _safe_divide(raw, area_sq[:, None], non_degenerate[:, None]))
     # The projection along the normal, not Σ weight·vertex: its direction is the normal's, accurate
     # even when the vertices are far from a nearby origin (float32 keeps GJK progressing there).
     height = _safe_divide(jnp.sum(normal * a, axis=-1), area_sq, non_degenerate)
@@ -90,32 +96,36 @@ def _tetrahedron_candidate(points):
     return _safe_divide(raw, total, non_degenerate)[None], jnp.zeros((1, 3), points.dtype), inside[None]
 
 
-def candidates(points, mask):
-    """All 15 candidate faces of the simplex `points` (4, 3) restricted to `mask` (4,) bool.
+def candidates(points, mask, last_only=False):
+    """The candidate faces of the simplex `points` (4, 3) restricted to `mask` (4,) bool: all 15, or
+    with `last_only` (static) the 8 that contain vertex 3.
 
     Returns:
-        weights: (15, 4) barycentric weights of each candidate's projection of the origin.
-        projections: (15, 3) the projections.
-        valid: (15,) whether the candidate uses only masked vertices and its projection is interior.
+        weights: (K, 4) barycentric weights of each candidate's projection of the origin.
+        projections: (K, 3) the projections.
+        valid: (K,) whether the candidate uses only masked vertices and its projection is interior.
+        members: (K, 4) bool NumPy, the candidates' vertices.
     """
-    edge_weights, edge_points, edge_valid = _edge_candidates(points)
-    triangle_weights, triangle_points, triangle_valid = _triangle_candidates(points)
+    vertices, edges, triangles, members = _faces(last_only)
+    edge_weights, edge_points, edge_valid = _edge_candidates(points, edges)
+    triangle_weights, triangle_points, triangle_valid = _triangle_candidates(points, triangles)
     tetra_weights, tetra_point, tetra_valid = _tetrahedron_candidate(points)
-    weights = jnp.concatenate([jnp.eye(4, dtype=points.dtype), edge_weights, triangle_weights,
+    weights = jnp.concatenate([jnp.eye(4, dtype=points.dtype)[vertices], edge_weights, triangle_weights,
                                tetra_weights])
-    projections = jnp.concatenate([points, edge_points, triangle_points, tetra_point])
-    geometric_valid = jnp.concatenate([jnp.ones(4, bool), edge_valid, triangle_valid, tetra_valid])
-    uses_masked_only = ~jnp.any(_MEMBERS & ~mask, axis=-1)
-    return weights, projections, geometric_valid & uses_masked_only
+    projections = jnp.concatenate([points[vertices], edge_points, triangle_points, tetra_point])
+    geometric_valid = jnp.concatenate([jnp.ones(len(vertices), bool), edge_valid, triangle_valid,
+                                       tetra_valid])
+    uses_masked_only = ~jnp.any(members & ~mask, axis=-1)
+    return weights, projections, geometric_valid & uses_masked_only, members
 
 
-def closest_point(points, mask, required=None):
+def closest_point(points, mask, last_only=False):
     """Closest point to the origin of the simplex `points` (4, 3) restricted to `mask` (4,) (non-empty).
 
-    `required` (4,) bool, optional: only faces containing these vertices are candidates. GJK requires
-    its newest support point, as Johnson's sub-algorithm does: in exact arithmetic the closest point
-    involves it whenever it makes progress, and in float32 a face without it can win a rounding tie
-    and stall the iteration on the old face.
+    `last_only` (static): only faces containing vertex 3 are candidates (8 of 15). GJK keeps its
+    newest support point there and requires it, as Johnson's sub-algorithm does: in exact arithmetic
+    the closest point involves it whenever it makes progress, and in float32 a face without it can win
+    a rounding tie and stall the iteration on the old face.
 
     Returns:
         point: (3,) the closest point.
@@ -125,12 +135,10 @@ def closest_point(points, mask, required=None):
     # In units of the simplex's size (exact): its signed areas and volumes are 4th powers of lengths,
     # which float32 cannot hold below ~1e-10 or above ~1e10.
     scale, inverse = power_of_two_scale(jnp.max(jnp.where(mask[:, None], jnp.abs(points), 0)))
-    weights, projections, valid = candidates(points * scale, mask)
-    if required is not None:
-        valid &= ~jnp.any(required & ~_MEMBERS, axis=-1)
+    weights, projections, valid, members = candidates(points * scale, mask, last_only)
     norm_sq = jnp.where(valid, jnp.sum(projections * projections, axis=-1), jnp.inf)
     best = first_argmin(norm_sq)
-    return projections[best] * inverse, weights[best], jnp.asarray(_MEMBERS)[best]
+    return projections[best] * inverse, weights[best], jnp.asarray(members)[best]
 
 
 def face_weights(points, face_mask):

@@ -1,6 +1,9 @@
 """The closest-point sub-algorithm, one test per Voronoi region (named after the surviving vertices),
 in float64 and float32, plus degenerate simplices."""
 
+import itertools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -91,3 +94,30 @@ def test_face_weights_project_onto_the_face():
     points = jnp.array([[-1.0, -1, 2], [2, -1, 2], [-1, 2, 2], [0, 0, 0]])
     weights = face_weights(points, jnp.array([True, True, True, False]))
     np.testing.assert_allclose(weights @ points, [0, 0, 2], atol=1e-12)
+
+
+def test_last_only_is_the_closest_point_of_the_faces_through_vertex_3():
+    """GJK's sub-algorithm (`last_only`, 8 candidates) against brute force over the faces of the
+    masked vertices that contain vertex 3: the closest point of each face's affine hull, kept where
+    it lies inside the face (float64, random simplices, some masks partial)."""
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(400, 4, 3)) + rng.normal(size=(400, 1, 3))
+    masks = rng.random((400, 4)) < 0.8
+    masks[:, 3] = True
+    point, weights, face = jax.jit(jax.vmap(lambda p, m: closest_point(p, m, last_only=True)))(
+        jnp.asarray(points), jnp.asarray(masks))
+    for simplex, mask, got, got_face in zip(points, masks, np.asarray(point), np.asarray(face),
+                                            strict=True):
+        best = np.inf
+        others = [k for k in range(3) if mask[k]]
+        for size in range(len(others) + 1):
+            for chosen in itertools.combinations(others, size):
+                vertices = simplex[list(chosen) + [3]]
+                # The affine hull's closest point: weights λ (Σλ = 1) minimising |Σ λ_i v_i|.
+                gram = np.block([[vertices @ vertices.T, np.ones((len(vertices), 1))],
+                                 [np.ones((1, len(vertices))), np.zeros((1, 1))]])
+                solution = np.linalg.lstsq(gram, np.r_[np.zeros(len(vertices)), 1.0], rcond=None)[0]
+                if np.all(solution[:-1] > 0):
+                    best = min(best, np.linalg.norm(solution[:-1] @ vertices))
+        assert got_face[3]
+        assert np.linalg.norm(got) == pytest.approx(best, rel=1e-9, abs=1e-12)
