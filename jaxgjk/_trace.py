@@ -106,8 +106,8 @@ def trace_distance(a, pose_a, b, pose_b, *, config: Config | None = None) -> dic
         state = final if k == count else jax.device_get(run(jnp.asarray(k, jnp.int32)))
         status = Status(int(state["status"])).name if k == count else RUNNING_NAME
         accepted = k == 1 or status not in (Status.SEPARATED.name, Status.BOUND_EXCEEDED.name)
-        if accepted:  # the support point as GJK stored it: in the first free slot of the previous state
-            slot = 0 if previous is None else int(np.argmin(previous["mask"]))
+        if accepted:  # the support point as GJK stored it: the first in slot 0, every later one in slot 3
+            slot = 0 if previous is None else 3
             record = _support_record(state["vertices"], slot)
         else:  # rejected (the stopping test): recomputed, equal up to rounding
             record = _support_record(previous["next_support"])
