@@ -4,10 +4,10 @@ The closest point of a simplex lies in the relative interior of exactly one of i
 edge, a triangle or the tetrahedron), where it is the orthogonal projection of the origin onto that face's
 affine hull. Every candidate face whose projection has strictly positive barycentric weights yields a
 point of the simplex, so the candidate of least norm among them is the closest point. All 15 candidates
-are evaluated and one is selected, with no data-dependent branches (good under `vmap`), and with no
-division by a vanishing determinant: a degenerate face is simply not a candidate. The barycentric weights
-are signed areas and volumes (Montanari, Petrinic, Barbieri 2017, "Improving the GJK algorithm for faster
-and more reliable distance queries between convex objects").
+(GJK: the 8 through its newest point) are evaluated and one is selected, with no data-dependent branches
+(good under `vmap`), and with no division by a vanishing determinant: a degenerate face is simply not a
+candidate. The barycentric weights are signed areas and volumes (Montanari, Petrinic, Barbieri 2017,
+"Improving the GJK algorithm for faster and more reliable distance queries between convex objects").
 """
 
 from __future__ import annotations
