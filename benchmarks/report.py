@@ -59,11 +59,12 @@ def _header(meta: dict) -> list[str]:
     w(f"# jaxgjk benchmark — {meta['tag']}\n")
     w(f"Generated {meta['date']} by `{meta['command']}` (mode `{meta['mode']}`, "
       f"total {meta['total_s'] / 60:.1f} min).\n")
-    w(f"- device: `{meta['device']}` ({meta['cpu_model']}, {meta['cpu_count']} cores, "
+    kind = f"{meta['device_kind']}; host " if meta.get("platform", "cpu") != "cpu" else ""
+    w(f"- device: `{meta['device']}` ({kind}{meta['cpu_model']}, {meta['cpu_count']} cores, "
       f"{meta['mem_gib']:.0f} GiB); jax {meta['versions'].get('jax')}, "
       f"jaxgjk {meta['jaxgjk_version']} (source sha256 {meta['jaxgjk_source']['sha256']}, "
       f"newest file {meta['jaxgjk_source']['latest_mtime']}); float32 runs with "
-      "`jax_enable_x64` on and float32 inputs")
+      f"`jax_enable_x64` {'on' if meta.get('x64', True) else 'off'} and float32 inputs")
     w(f"- load average (1 min) at start/end: {meta['loadavg_start']:.1f} / "
       f"{meta['loadavg_end']:.1f} on {meta['cpu_count']} cores"
       + (" — **the machine was shared with other work, timings are noisy and pessimistic**"
@@ -84,8 +85,11 @@ def _header(meta: dict) -> list[str]:
       "launch on Warp's CPU device (serial), float32; MJX: jitted contact colliders (float32), no "
       "distance for separated pairs, no cylinder-box collider, mesh colliders run on a sub-batch "
       "within a time budget and extrapolated (n_timed in the JSON).")
-    w(f"- pairs: prefixes of `cases.make_case(kind, {meta['case_n']}, penetrating, "
-      f"seed={meta['seed']}, n_vertices)`; pair indices below refer to them.")
+    distinct = meta.get("distinct") or meta["case_n"]
+    w(f"- pairs: prefixes of `cases.make_case(kind, {distinct}, penetrating, "
+      f"seed={meta['seed']}, n_vertices)`; pair indices below refer to them"
+      + (f"; batches above {distinct} pairs repeat them (pair i is pair i mod {distinct})."
+         if distinct < meta["case_n"] else "."))
     oh = meta.get("per_call_overhead_us", {})
     if oh:
         w("- per-call overhead (µs): " + ", ".join(f"{k} {v:.2f}" for k, v in oh.items()))

@@ -232,6 +232,7 @@ def run_jaxgjk_ladder(spec, cases_by_pen: dict, query: str, dtype: str, sizes, a
     records = []
     active = dict.fromkeys(cases_by_pen, True)
     last: dict = dict.fromkeys(cases_by_pen)  # (n, best seconds) of the previous size
+    compiled = None  # (chunk, executable, lowering start, compile start, compile end)
     for n in sizes:
         run_pens = []
         for pen in cases_by_pen:
@@ -248,16 +249,18 @@ def run_jaxgjk_ladder(spec, cases_by_pen: dict, query: str, dtype: str, sizes, a
         if not run_pens:
             break
         chunk_n = min(n, args.chunk)
-        fn = jaxgjk_batched(cases_by_pen[run_pens[0]], query)
-        t0 = time.perf_counter()
-        lowered = jax.jit(fn).lower(*jaxgjk_args(cases_by_pen[run_pens[0]],
-                                                 np.arange(chunk_n), dtype))
-        t1 = time.perf_counter()
-        exe = lowered.compile(compiler_options=args.compiler_options or None)
-        t2 = time.perf_counter()
+        if compiled is None or compiled[0] != chunk_n:  # sizes above the chunk share one program
+            fn = jaxgjk_batched(cases_by_pen[run_pens[0]], query)
+            t0 = time.perf_counter()
+            lowered = jax.jit(fn).lower(*jaxgjk_args(cases_by_pen[run_pens[0]],
+                                                     np.arange(chunk_n), dtype))
+            t1 = time.perf_counter()
+            compiled = (chunk_n, lowered.compile(compiler_options=args.compiler_options or None),
+                        t0, t1, time.perf_counter())
+        _, exe, t0, t1, t2 = compiled
         for pen in run_pens:
             case = cases_by_pen[pen]
-            pieces = [jaxgjk_args(case, idx, dtype) for idx in _pieces(n, args.chunk)]
+            pieces = [jaxgjk_args(case, idx % case.n, dtype) for idx in _pieces(n, args.chunk)]
             jax.block_until_ready(pieces)
 
             def call(pieces=pieces, exe=exe):
@@ -289,7 +292,6 @@ def run_jaxgjk_ladder(spec, cases_by_pen: dict, query: str, dtype: str, sizes, a
             log(f"    {query:<15} {dtype} N={n:<8} {'pen' if pen else 'sep'} compile "
                 f"{t2 - t0:6.1f}s  best {walls[best]:8.4f}s of {len(walls)}  "
                 f"{n / walls[best]:>10.0f} pairs/s  cpu x{cpus[best] / walls[best]:.1f}{extra}")
-        del exe, lowered
     return records
 
 
@@ -403,6 +405,9 @@ def _arguments(argv):
                     help="XLA option for jaxgjk's compiles, e.g. xla_cpu_experimental_ynn_fusion_type= "
                          "(repeatable)")
     ap.add_argument("--chunk", type=int, default=65536)
+    ap.add_argument("--distinct", type=int, default=None,
+                    help="distinct pairs per case (default: the largest batch); larger batches "
+                         "repeat them, pair i being pair i mod distinct")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                   "results"))
@@ -439,7 +444,8 @@ def _run_case(kind: str, nv: int | None, plan: dict, peers: list[str], queries: 
     spec = spec_label(kind, nv)
     t_case = time.perf_counter()
     log(f"== {spec}")
-    cases = {pen: C.make_case(kind, max_n, pen, args.seed, nv) for pen in (False, True)}
+    distinct = min(max_n, args.distinct) if args.distinct else max_n
+    cases = {pen: C.make_case(kind, distinct, pen, args.seed, nv) for pen in (False, True)}
     spec_jrecs: list[dict] = []
     spec_precs: list[dict] = []
     for dt in DTYPES:  # float32, the peers, then float64
@@ -504,11 +510,12 @@ def main(argv=None) -> int:
 
     import jax
 
-    # x64 on for the whole process, before anything is traced: float32 runs get float32 inputs
-    # (jaxgjk follows the input dtype).  Toggling x64 between traces breaks some of them
-    # (value_and_grad float64 after float32: int32/int64 index mix inside jax's scatter).
-    # MJX alone runs with x64 off (see run_peers_for_case), as it is meant to run in float32.
-    jax.config.update("jax_enable_x64", True)
+    # x64 on for the whole process when a float64 run is planned, before anything is traced:
+    # float32 runs get float32 inputs (jaxgjk follows the input dtype).  Toggling x64 between
+    # traces breaks some of them (value_and_grad float64 after float32: int32/int64 index mix
+    # inside jax's scatter).  Without float64 runs x64 stays off, as a float32 user (on a GPU,
+    # say) runs it.  MJX always runs with x64 off (see run_peers_for_case).
+    jax.config.update("jax_enable_x64", any(dtype == "float64" for _, dtype in plan))
     import jaxgjk as jg
 
     source_id = jaxgjk_source_id()
@@ -546,6 +553,7 @@ def main(argv=None) -> int:
                 command="python -m benchmarks.run " + " ".join(shlex.quote(a) for a in
                                                                (argv or sys.argv[1:])),
                 device=str(device), device_kind=device.device_kind, platform=device.platform,
+                x64=bool(jax.config.jax_enable_x64),
                 cpu_model=cpu_model(), cpu_count=os.cpu_count(), mem_gib=mem_gib,
                 python=sys.version.split()[0], versions=P.peer_versions(),
                 jaxgjk_version=jg.__version__, jaxgjk_source=source_id, loadavg_start=load_start,
@@ -553,7 +561,7 @@ def main(argv=None) -> int:
                 compiler_options=args.compiler_options,
                 budget=args.budget, mjx_budget=args.mjx_budget, chunk=args.chunk,
                 peer_n=args.peer_n if peers else 0, acc_n=args.acc_n, seed=args.seed,
-                case_n=max_n, dispute_tol=args.dispute_tol, arbiter_n=args.arbiter_n,
+                case_n=max_n, distinct=args.distinct, dispute_tol=args.dispute_tol, arbiter_n=args.arbiter_n,
                 plan={f"{q}/{d}": list(s) for (q, d), s in plan.items()},
                 jaxgjk_cpu_util_median=float(np.median(cpu_utils)) if cpu_utils else float("nan"),
                 per_call_overhead_us=overhead, peer_notes=peer_notes, anomalies=anomalies,
