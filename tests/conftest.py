@@ -1,13 +1,38 @@
 """Test configuration: float64 available (inputs choose the dtype), a seeded generator per test, compiled
-programs released after each test module."""
+programs released after each test module and kept on disk for the run."""
 
 import gc
+import os
+import shutil
+import tempfile
 
 import jax
 import numpy as np
 import pytest
 
 jax.config.update("jax_enable_x64", True)
+
+# One run's compiled programs, shared by its worker processes through JAX's persistent compilation cache:
+# a kernel that another module (or worker) compiled before loads from disk instead of compiling again
+# (the modules release their programs, below). A fresh directory per run, made by the first process
+# (the xdist controller, or the only one) and named to the workers in the environment.
+CACHE_VARIABLE = "JAXGJK_TEST_COMPILATION_CACHE"
+OWNED_CACHE = pytest.StashKey[str]()  # the directory this process made (removed when it ends)
+
+
+def pytest_configure(config):
+    if CACHE_VARIABLE not in os.environ:
+        os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="jaxgjk-test-compilation-cache-")
+        config.stash[OWNED_CACHE] = os.environ[CACHE_VARIABLE]
+    jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_VARIABLE])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def pytest_unconfigure(config):
+    directory = config.stash.get(OWNED_CACHE, None)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+        del os.environ[CACHE_VARIABLE]
 
 
 @pytest.fixture
