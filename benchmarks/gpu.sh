@@ -29,7 +29,8 @@ tests)
         | grep -v -E "^\[gw[0-9]+\] \[ *[0-9]+%\] PASSED" | tee "$OUT/tests.log"
     ;;
 bench)
-    # The peers build one MuJoCo model of 2 N geoms per run: N = 1e5 took 130 s per model there.
+    # MuJoCo C builds one model of 2 N geoms per run (N = 1e5 took 130 s per model there); MJX's
+    # model holds one pair whatever N is.
     peers="--peers ${PEERS:-mjx,mujoco_native} --peer-n ${PEER_N:-10000}"
     [ "${PEERS:-}" = none ] && peers=--no-peers
     timeout "${BENCH_TIMEOUT:-560}" python3 -m benchmarks.run \

@@ -607,22 +607,32 @@ def mjx_supports(case: C.Case) -> bool:
 
 
 def _mjx_collider(case: C.Case):
-    """Jitted MJX collider over all pairs of ``case``: returns (fn(xpos, xmat) -> (N,), args)."""
+    """Jitted MJX collider over all pairs of ``case``: returns (fn(xpos, xmat, size) -> (N,), args).
+
+    The model holds one pair (geom 0 = A, geom 1 = B), and the collider runs once on the arrays of all
+    pairs (geoms 2i and 2i + 1: their poses in the data, their sizes in the model's ``geom_size``, the
+    only per-geom field of the model that MJX's colliders read), so the model does not grow with N:
+    MuJoCo's compiler took minutes for a model of 2·10^5 geoms.
+    """
     import jax
     from mujoco import mjx
     from mujoco.mjx._src import collision_driver
     from mujoco.mjx._src.collision_types import FunctionKey
 
     n = case.n
-    m = build_mj_model(case)
+    m = build_mj_model(case, n_pairs=1)
     pa, ra, pb, rb = geom_world_poses(case, m)
+    sizes = []
+    for i, (shape, params) in enumerate(((case.shape_a, case.params_a), (case.shape_b, case.params_b))):
+        own = np.broadcast_to(m.geom_size[i], (n, 3))  # a mesh's size is MuJoCo's own
+        sizes.append(own if shape == "polytope" else _warp_size(shape, params, n))
     t1, t2 = int(m.geom_type[0]), int(m.geom_type[1])
     ga, gb = np.arange(0, 2 * n, 2), np.arange(1, 2 * n, 2)
     if t1 > t2:
         ga, gb, t1, t2 = gb, ga, t2, t1
     fn = collision_driver._COLLISION_FUNC[(t1, t2)]
-    key = FunctionKey(types=(t1, t2), data_ids=(int(m.geom_dataid[ga[0]]),
-                                                int(m.geom_dataid[gb[0]])), condim=3)
+    key = FunctionKey(types=(t1, t2), data_ids=(int(m.geom_dataid[ga[0] % 2]),
+                                                int(m.geom_dataid[gb[0] % 2])), condim=3)
     mx = mjx.put_model(m)
     if m.nmesh:  # put_model only pre-processes meshes of colliding pairs; all ours are static
         from mujoco.mjx._src import mesh as mjx_mesh
@@ -631,17 +641,18 @@ def _mjx_collider(case: C.Case):
         mx = mx.replace(_impl=mx._impl.replace(mesh_convex=hulls))
     dx = mjx.make_data(mx)
     geom = jax.numpy.asarray(np.stack([ga, gb], axis=1))
-    xpos = np.empty((2 * n, 3), np.float32)
-    xmat = np.empty((2 * n, 3, 3), np.float32)
-    xpos[0::2], xpos[1::2], xmat[0::2], xmat[1::2] = pa, pb, ra, rb
+
+    def interleave(a, b):  # (N, ...) of A and of B -> (2N, ...), A_i at 2i and B_i at 2i + 1
+        return np.stack([a, b], axis=1).reshape((2 * n,) + a.shape[1:]).astype(np.float32)
 
     @jax.jit
-    def collide(xpos, xmat):
-        dist, _, _ = fn(mx, dx.replace(geom_xpos=xpos, geom_xmat=xmat), key, geom)
+    def collide(xpos, xmat, size):
+        dist, _, _ = fn(mx.replace(geom_size=size), dx.replace(geom_xpos=xpos, geom_xmat=xmat), key, geom)
         return dist.reshape(n, -1).min(axis=1)  # min over the collider's ncon contacts
 
     name = f"{mujoco_type_name(t1)}-{mujoco_type_name(t2)} (ncon={fn.ncon})"
-    return collide, (jax.device_put(xpos), jax.device_put(xmat)), name
+    args = (interleave(pa, pb), interleave(ra, rb), interleave(*sizes))
+    return collide, tuple(jax.device_put(a) for a in args), name
 
 
 def mujoco_type_name(t: int) -> str:
