@@ -493,7 +493,7 @@ def _warp_kernel(mode: str, type1: int, type2: int):
     return kernel
 
 
-def _warp_size(shape: str, params: dict, n: int) -> np.ndarray:
+def _geom_size_rows(shape: str, params: dict, n: int) -> np.ndarray:
     """(n,3) MuJoCo ``geom_size`` rows."""
     s = np.zeros((n, 3))
     if shape == "sphere":
@@ -543,9 +543,9 @@ def run_mujoco_warp(case: C.Case, query: str = "signed_distance", repeats: int =
         return wp.array(np.ascontiguousarray(x, dtype=np.float32), dtype=dtype, device=dev)
 
     args = [
-        arr(pa, wp.vec3), arr(ra, wp.mat33), arr(_warp_size(case.shape_a, case.params_a, n),
+        arr(pa, wp.vec3), arr(ra, wp.mat33), arr(_geom_size_rows(case.shape_a, case.params_a, n),
                                                  wp.vec3), *mesh_args(0),
-        arr(pb, wp.vec3), arr(rb, wp.mat33), arr(_warp_size(case.shape_b, case.params_b, n),
+        arr(pb, wp.vec3), arr(rb, wp.mat33), arr(_geom_size_rows(case.shape_b, case.params_b, n),
                                                  wp.vec3), *mesh_args(1),
         arr(mesh_vert, wp.vec3), wp.array(np.asarray(mesh_graph, np.int32), dtype=int, device=dev),
         tol, 0.0 if query == "intersect" else 1.0e30, iters, iters,
@@ -625,14 +625,14 @@ def _mjx_collider(case: C.Case):
     sizes = []
     for i, (shape, params) in enumerate(((case.shape_a, case.params_a), (case.shape_b, case.params_b))):
         own = np.broadcast_to(m.geom_size[i], (n, 3))  # a mesh's size is MuJoCo's own
-        sizes.append(own if shape == "polytope" else _warp_size(shape, params, n))
+        sizes.append(own if shape == "polytope" else _geom_size_rows(shape, params, n))
     t1, t2 = int(m.geom_type[0]), int(m.geom_type[1])
     ga, gb = np.arange(0, 2 * n, 2), np.arange(1, 2 * n, 2)
     if t1 > t2:
         ga, gb, t1, t2 = gb, ga, t2, t1
     fn = collision_driver._COLLISION_FUNC[(t1, t2)]
-    key = FunctionKey(types=(t1, t2), data_ids=(int(m.geom_dataid[ga[0] % 2]),
-                                                int(m.geom_dataid[gb[0] % 2])), condim=3)
+    key = FunctionKey(types=(t1, t2), data_ids=(int(m.geom_dataid[ga[0]]),
+                                                int(m.geom_dataid[gb[0]])), condim=3)
     mx = mjx.put_model(m)
     if m.nmesh:  # put_model only pre-processes meshes of colliding pairs; all ours are static
         from mujoco.mjx._src import mesh as mjx_mesh
