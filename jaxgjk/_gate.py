@@ -51,3 +51,52 @@ def update_rows(active, compute, operands, outputs, capacity: int):
 
     count = jnp.sum(active, dtype=jnp.int32)
     return jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), outputs))[1]
+
+
+def vmapped_in_chunks(function, chunk: int):
+    """`function` (of pytrees of arrays, one pair) whose `vmap` over more than `chunk` pairs runs as a
+    loop over equal chunks of at most `chunk` pairs (the last pair repeated to fill the last one), each
+    chunk one `vmap` of `function` (`jax.custom_batching.custom_vmap`; the values of a plain `vmap`).
+
+    On XLA:CPU a loop state of 65 536 pairs streams through memory once per fused op and every pair
+    waits for the batch's slowest, while a chunk's stays in cache and waits for its own slowest.
+        """
+    def call(*args):
+        # On the flat leaves: `custom_vmap`'s forward-mode rule fails on None subtrees (jax #9066).
+        leaves, tree = jax.tree_util.tree_flatten(args)
+
+        def on_leaves(*leaves):
+            return function(*jax.tree_util.tree_unflatten(tree, leaves))
+
+        wrapped = jax.custom_batching.custom_vmap(on_leaves)
+
+        @wrapped.def_vmap
+        def rule(axis_size, in_batched, *leaves):
+            if not any(in_batched):  # the same pair in every lane (a forward-mode rule's)
+                outputs = on_leaves(*leaves)
+                return outputs, jax.tree_util.tree_map(lambda _: False, outputs)
+            in_axes = [0 if batched else None for batched in in_batched]
+            count = -(-axis_size // chunk)
+            width = -(-axis_size // count)
+
+            def on_rows(rows):
+                rows = iter(rows)
+                chunk_leaves = [next(rows) if batched else leaf
+                                for leaf, batched in zip(leaves, in_batched, strict=True)]
+                return jax.vmap(on_leaves, in_axes=in_axes)(*chunk_leaves)
+
+            rows = [leaf for leaf, batched in zip(leaves, in_batched, strict=True) if batched]
+            if count == 1:
+                outputs = on_rows(rows)
+            else:
+                filled = count * width
+                rows = [jnp.concatenate([row, jnp.repeat(row[-1:], filled - axis_size, axis=0)])
+                        .reshape((count, width) + row.shape[1:]) for row in rows]
+                outputs = jax.tree_util.tree_map(
+                    lambda leaf: leaf.reshape((filled,) + leaf.shape[2:])[:axis_size],
+                    jax.lax.map(on_rows, rows))
+            return outputs, jax.tree_util.tree_map(lambda _: True, outputs)
+
+        return wrapped(*leaves)
+
+    return call

@@ -15,6 +15,7 @@ rule (`_tangent`) differentiates the final contact's simplex.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -25,14 +26,14 @@ from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
 from ._epa import epa
 from ._features import FeatureDim, feature_without_vertices
-from ._gate import update_rows
+from ._gate import update_rows, vmapped_in_chunks
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._pose import Pose, normalized_quaternion
 from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
-from ._tolerance import EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
+from ._tolerance import CPU_EPA_CHUNK, EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
 from ._vector import first_argmax, select, unit_vector
 
 
@@ -361,7 +362,11 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
     config = config.resolved(prepared.dtype)
     contact, loops, response = core_contact(config, mode, prepared, warm_start, distance_upper_bound)
     if loops is not None and mode is QueryMode.SIGNED:
-        contact = epa_contact(config, loops, contact)
+        run_epa = functools.partial(epa_contact, config)
+        if jax.default_backend() == "cpu":
+            # Under `vmap`, EPA's lanes wait for the slowest of their chunk, not of the whole batch.
+            run_epa = vmapped_in_chunks(run_epa, CPU_EPA_CHUNK)
+        contact = run_epa(loops, contact)
     return finished(config, mode, prepared, loops, contact, response, distance_upper_bound)
 
 

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
+import jaxgjk._solve
 
 
 def scene(rng, n, dtype=np.float64):
@@ -52,6 +53,39 @@ def test_chunked_equals_unchunked_and_self_pairs_respect_the_mask(rng):
     np.testing.assert_array_equal(intersecting, whole.distance[index_a, index_b] <= 0)
 
 
+def test_epa_in_chunks_under_vmap_equals_one_chunk(rng, monkeypatch):
+    # On the CPU a vmapped signed query runs EPA chunk by chunk (`_solve.CPU_EPA_CHUNK`): same values,
+    # statuses and gradients as EPA on the whole batch at once.
+    boxes, poses = scene(rng, 13)
+    ellipsoid = jg.Ellipsoid(jnp.asarray([0.5, 0.3, 0.4]))
+    _, ellipsoid_poses = scene(rng, 13)
+    centres = jg.Pose(poses.translation + 0.3 * (ellipsoid_poses.translation - poses.translation),
+                      ellipsoid_poses.rotation)  # most pairs overlap
+
+    def signed_and_gradient(translations):
+        def total(translations):
+            result = jax.vmap(jg.signed_distance, in_axes=(0, 0, None, 0))(
+                boxes, jg.Pose(translations, poses.rotation), ellipsoid, centres)
+            return jnp.sum(result.distance), result
+
+        (_, result), gradient = jax.value_and_grad(total, has_aux=True)(translations)
+        return result, gradient
+
+    results, loops = {}, {}
+    for chunk in (4, 64):
+        monkeypatch.setattr(jaxgjk._solve, "CPU_EPA_CHUNK", chunk)
+        jax.clear_caches()  # the query's traced program holds the chunk size: trace it again
+        loops[chunk] = str(jax.make_jaxpr(signed_and_gradient)(poses.translation)).count("scan[")
+        results[chunk] = jax.jit(signed_and_gradient)(poses.translation)
+    assert loops[4] == loops[64] + 1  # the loop over EPA's chunks
+    (chunked, chunked_gradient), (whole, whole_gradient) = results[4], results[64]
+    assert np.sum(np.asarray(whole.status) == jg.Status.PENETRATING) >= 8
+    np.testing.assert_array_equal(chunked.status, whole.status)
+    np.testing.assert_allclose(chunked.distance, whole.distance, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(chunked.normal, whole.normal, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(chunked_gradient, whole_gradient, rtol=0, atol=1e-12)
+
+
 def test_gradient_through_pairwise(rng):
     boxes, poses = scene(rng, 3)
     others, other_poses = scene(rng, 3)
@@ -72,6 +106,7 @@ def test_sharded_over_four_host_devices_equals_unsharded():
     script = textwrap.dedent("""
         import jax, jax.numpy as jnp, numpy as np
         import jaxgjk as jg
+import jaxgjk._solve
         assert jax.device_count() == 4
         rng = np.random.default_rng(0)
         boxes = jg.Box(jnp.asarray(rng.uniform(0.2, 0.6, (9, 3)), jnp.float32))

@@ -1,11 +1,12 @@
 """`_gate.compute_where`: a batch-wide skip that keeps per-pair results; `_gate.update_rows`: work on
-the active rows only, gathered a few at a time."""
+the active rows only, gathered a few at a time; `_gate.vmapped_in_chunks`: a vmap run chunk by chunk,
+with the values and derivatives of a plain one."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgjk._gate import compute_where, update_rows
+from jaxgjk._gate import compute_where, update_rows, vmapped_in_chunks
 
 
 def _counting_square():
@@ -63,3 +64,52 @@ def test_update_rows_replaces_the_active_rows_only_in_trips_of_capacity():
     # Under an outer vmap each member gathers its own rows; the busiest sets the trips.
     batched = jax.jit(jax.vmap(negate_active))(jnp.stack([active, jnp.arange(7) == 5]), jnp.stack([x, x]))
     np.testing.assert_array_equal(batched, [[0, -1, -2, 3, -4, 5, -6], [0, 1, 2, 3, 4, -5, 6]])
+
+
+def _halvings(x, scale, offset):
+    """A loop whose trip count depends on the input (lanes finish apart), with a custom JVP, like the
+    queries: the number of halvings of |x| · scale below 1, times x, plus an optional offset."""
+    def count(y):
+        return jax.lax.while_loop(lambda c: c[0] >= 1, lambda c: (c[0] / 2, c[1] + 1), (y, 0))[1]
+
+    @jax.custom_jvp
+    def f(x, scale):
+        return x * count(jnp.abs(x) * scale)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        x, scale = primals
+        trips = count(jnp.abs(x) * scale)
+        return x * trips, tangents[0] * trips + 0 * tangents[1]
+
+    value = f(x, scale) * scale
+    return {"value": value if offset is None else value + offset, "trips": count(jnp.abs(x) * scale)}
+
+
+SHARED = (0, None, None)  # x batched, scale and offset shared
+
+
+def test_vmapped_in_chunks_has_the_values_and_derivatives_of_a_plain_vmap():
+    chunked = vmapped_in_chunks(_halvings, 4)
+    rng = np.random.default_rng(0)
+    for size in (1, 4, 5, 11):
+        x = jnp.asarray(rng.uniform(-50, 50, size))
+        for scale, offset, axes in ((2.0, None, SHARED), (jnp.linspace(1, 2, size), 0.5, (0, 0, None))):
+            expected = jax.vmap(_halvings, in_axes=axes)(x, scale, offset)
+            got = jax.jit(jax.vmap(chunked, in_axes=axes))(x, scale, offset)
+            jax.tree_util.tree_map(np.testing.assert_array_equal, got, expected)
+
+            def total(x, f, scale=scale, offset=offset, axes=axes):
+                return jnp.sum(jax.vmap(f, in_axes=axes)(x, scale, offset)["value"] ** 2)
+
+            np.testing.assert_array_equal(jax.jit(jax.grad(total), static_argnums=1)(x, chunked),
+                                          jax.grad(total)(x, _halvings))
+            np.testing.assert_array_equal(jax.jit(jax.jacfwd(total), static_argnums=1)(x, chunked),
+                                          jax.jacfwd(total)(x, _halvings))
+    # Chunks are visible as a loop over them, only above the chunk size; nested vmaps compose.
+    assert "scan" not in str(jax.make_jaxpr(jax.vmap(chunked, in_axes=SHARED))(jnp.ones(4), 2.0, None))
+    assert "scan" in str(jax.make_jaxpr(jax.vmap(chunked, in_axes=SHARED))(jnp.ones(5), 2.0, None))
+    x = jnp.asarray(rng.uniform(-50, 50, (3, 7)))
+    nested = jax.jit(jax.vmap(jax.vmap(chunked, in_axes=SHARED), in_axes=SHARED))(x, 2.0, None)
+    expected = jax.vmap(jax.vmap(_halvings, in_axes=SHARED), in_axes=SHARED)(x, 2.0, None)
+    np.testing.assert_array_equal(nested["value"], expected["value"])
