@@ -106,7 +106,6 @@ def test_sharded_over_four_host_devices_equals_unsharded():
     script = textwrap.dedent("""
         import jax, jax.numpy as jnp, numpy as np
         import jaxgjk as jg
-import jaxgjk._solve
         assert jax.device_count() == 4
         rng = np.random.default_rng(0)
         boxes = jg.Box(jnp.asarray(rng.uniform(0.2, 0.6, (9, 3)), jnp.float32))
