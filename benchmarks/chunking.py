@@ -1,5 +1,5 @@
 """Throughput of `jit(vmap(query))` on one batch against the same query run over equal chunks
-(`jaxgjk._gate.vmapped_in_chunks`, which EPA uses on the CPU).
+(`jax.lax.map(..., batch_size=chunk)`: a loop over chunks, each one `vmap`).
 
     python -m benchmarks.chunking polytope-polytope 32 pen signed_distance 2048,4096,8192
 
@@ -17,7 +17,6 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
-from jaxgjk._gate import vmapped_in_chunks
 
 from . import cases as C
 
@@ -31,6 +30,21 @@ def _float32(tree):
     return jax.tree_util.tree_map(cast, tree)
 
 
+def in_chunks(query, in_axes, chunk: int):
+    """`query` over the batch as a `lax.map` over chunks of `chunk` pairs (PAIRS a multiple of it)."""
+    def run(*args):
+        shared = [arg for arg, axis in zip(args, in_axes, strict=True) if axis is None]
+
+        def one_pair(batched):
+            rows, common = iter(batched), iter(shared)
+            return query(*[next(common) if axis is None else next(rows) for axis in in_axes])
+
+        return jax.lax.map(one_pair, [arg for arg, axis in zip(args, in_axes, strict=True) if axis == 0],
+                           batch_size=chunk)
+
+    return run
+
+
 def main(argv):
     kind, vertices, mode, query, chunks = argv
     case = C.make_case(kind, TILE, mode == "pen", 0, int(vertices) or None)
@@ -40,8 +54,8 @@ def main(argv):
     reference = None
     for chunk in [None] + [int(c) for c in chunks.split(",") if c]:
         start = time.perf_counter()
-        one_pair = getattr(jg, query) if chunk is None else vmapped_in_chunks(getattr(jg, query), chunk)
-        kernel = jax.jit(jax.vmap(one_pair, in_axes=in_axes)).lower(*args).compile()
+        kernel = jax.jit(jax.vmap(getattr(jg, query), in_axes=in_axes) if chunk is None
+                         else in_chunks(getattr(jg, query), in_axes, chunk)).lower(*args).compile()
         compile_s = time.perf_counter() - start
         jax.block_until_ready(kernel(*args))
         best = np.inf

@@ -53,50 +53,51 @@ def update_rows(active, compute, operands, outputs, capacity: int):
     return jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), outputs))[1]
 
 
-def vmapped_in_chunks(function, chunk: int):
-    """`function` (of pytrees of arrays, one pair) whose `vmap` over more than `chunk` pairs runs as a
-    loop over equal chunks of at most `chunk` pairs (the last pair repeated to fill the last one), each
-    chunk one `vmap` of `function` (`jax.custom_batching.custom_vmap`; the values of a plain `vmap`).
+def where_active(active, compute, operands, outputs, capacity: int):
+    """One pair's `compute(operands)` where `active` (() bool), else `outputs` (a pytree of its
+    structure). Under `vmap` it becomes `update_rows` over the batch (`jax.custom_batching.custom_vmap`):
+    only the active lanes run `compute`, gathered `capacity` at a time, so a lane waits for the slowest
+    of its group, not of the whole batch, and inactive lanes cost nothing. Values, forward-mode
+    derivatives and nested `vmap` as a plain `vmap`; no reverse mode (a while loop, as `update_rows`):
+    primal work, such as a query's loops under its custom JVP.
+    """
+    # On the flat leaves: `custom_vmap`'s forward-mode rule fails on None subtrees (jax #9066).
+    leaves, tree = jax.tree_util.tree_flatten((active, operands, outputs))
 
-    On XLA:CPU a loop state of 65 536 pairs streams through memory once per fused op and every pair
-    waits for the batch's slowest, while a chunk's stays in cache and waits for its own slowest.
-        """
-    def call(*args):
-        # On the flat leaves: `custom_vmap`'s forward-mode rule fails on None subtrees (jax #9066).
-        leaves, tree = jax.tree_util.tree_flatten(args)
+    def one_pair(*leaves):
+        active, operands, outputs = jax.tree_util.tree_unflatten(tree, leaves)
+        return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), compute(operands),
+                                      outputs)
 
-        def on_leaves(*leaves):
-            return function(*jax.tree_util.tree_unflatten(tree, leaves))
+    wrapped = jax.custom_batching.custom_vmap(one_pair)
 
-        wrapped = jax.custom_batching.custom_vmap(on_leaves)
+    @wrapped.def_vmap
+    def rule(axis_size, in_batched, *leaves):
+        if not any(in_batched):  # the same pair in every lane (a forward-mode rule's)
+            outputs = one_pair(*leaves)
+            return outputs, jax.tree_util.tree_map(lambda _: False, outputs)
+        active, operands, outputs = jax.tree_util.tree_unflatten(tree, leaves)
+        batched_active, batched_operands, batched_outputs = jax.tree_util.tree_unflatten(tree, in_batched)
 
-        @wrapped.def_vmap
-        def rule(axis_size, in_batched, *leaves):
-            if not any(in_batched):  # the same pair in every lane (a forward-mode rule's)
-                outputs = on_leaves(*leaves)
-                return outputs, jax.tree_util.tree_map(lambda _: False, outputs)
-            in_axes = [0 if batched else None for batched in in_batched]
-            count = -(-axis_size // chunk)
-            width = -(-axis_size // count)
+        def lanes(tree_, batched_):  # every leaf with the batch axis (shared ones broadcast: small)
+            def broadcast(leaf, batched):
+                return leaf if batched else jnp.broadcast_to(leaf, (axis_size,) + jnp.shape(leaf))
 
-            def on_rows(rows):
-                rows = iter(rows)
-                chunk_leaves = [next(rows) if batched else leaf
-                                for leaf, batched in zip(leaves, in_batched, strict=True)]
-                return jax.vmap(on_leaves, in_axes=in_axes)(*chunk_leaves)
+            return jax.tree_util.tree_map(broadcast, tree_, batched_)
 
-            rows = [leaf for leaf, batched in zip(leaves, in_batched, strict=True) if batched]
-            if count == 1:
-                outputs = on_rows(rows)
-            else:
-                filled = count * width
-                rows = [jnp.concatenate([row, jnp.repeat(row[-1:], filled - axis_size, axis=0)])
-                        .reshape((count, width) + row.shape[1:]) for row in rows]
-                outputs = jax.tree_util.tree_map(
-                    lambda leaf: leaf.reshape((filled,) + leaf.shape[2:])[:axis_size],
-                    jax.lax.map(on_rows, rows))
-            return outputs, jax.tree_util.tree_map(lambda _: True, outputs)
+        # Operands shared by the batch (a robot's hulls) stay out of the gathered rows.
+        operand_leaves, operand_tree = jax.tree_util.tree_flatten(operands)
+        operand_flags = jax.tree_util.tree_leaves(batched_operands)
 
-        return wrapped(*leaves)
+        def compute_row(row):
+            row = iter(row)
+            return compute(jax.tree_util.tree_unflatten(operand_tree, [
+                next(row) if batched else leaf
+                for leaf, batched in zip(operand_leaves, operand_flags, strict=True)]))
 
-    return call
+        rows = [leaf for leaf, batched in zip(operand_leaves, operand_flags, strict=True) if batched]
+        outputs = update_rows(lanes(active, batched_active), compute_row, rows,
+                              lanes(outputs, batched_outputs), capacity)
+        return outputs, jax.tree_util.tree_map(lambda _: True, outputs)
+
+    return wrapped(*leaves)

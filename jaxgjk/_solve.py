@@ -15,7 +15,6 @@ rule (`_tangent`) differentiates the final contact's simplex.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +25,7 @@ from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
 from ._epa import epa
 from ._features import FeatureDim, feature_without_vertices
-from ._gate import update_rows, vmapped_in_chunks
+from ._gate import update_rows, where_active
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._pose import Pose, normalized_quaternion
@@ -362,11 +361,13 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
     config = config.resolved(prepared.dtype)
     contact, loops, response = core_contact(config, mode, prepared, warm_start, distance_upper_bound)
     if loops is not None and mode is QueryMode.SIGNED:
-        run_epa = functools.partial(epa_contact, config)
         if jax.default_backend() == "cpu":
-            # Under `vmap`, EPA's lanes wait for the slowest of their chunk, not of the whole batch.
-            run_epa = vmapped_in_chunks(run_epa, CPU_EPA_CHUNK)
-        contact = run_epa(loops, contact)
+            # Under `vmap`, EPA runs on the overlapping lanes only, CPU_EPA_CHUNK at a time.
+            contact = where_active(contact.status == Status.INTERSECTING,
+                                   lambda operands: epa_contact(config, *operands), (loops, contact),
+                                   contact, CPU_EPA_CHUNK)
+        else:
+            contact = epa_contact(config, loops, contact)
     return finished(config, mode, prepared, loops, contact, response, distance_upper_bound)
 
 

@@ -79,7 +79,8 @@ EPA_MAX_HORIZON = 32  # horizon edges one EPA step can join to its new vertex (m
 EPA_FOLD_RINGS = 2  # rings of neighbours searched for faces that a new EPA vertex would fold over
 NEWTON_STEPS = 2  # refinement steps: from the loops' ~√tol the error squares, 1e-6 → 1e-12 → rounding
 MAX_STEP = 0.25  # radians; a refinement step further than this is cut to it (a trust region)
-# On the CPU a vmapped signed query runs EPA in chunks of at most this many pairs (`_gate.vmapped_in_chunks`).
+# On the CPU a vmapped signed query runs EPA on its overlapping pairs, this many at a time
+# (`_gate.where_active`).
 CPU_EPA_CHUNK = 2048
 
 

@@ -53,37 +53,37 @@ def test_chunked_equals_unchunked_and_self_pairs_respect_the_mask(rng):
     np.testing.assert_array_equal(intersecting, whole.distance[index_a, index_b] <= 0)
 
 
-def test_epa_in_chunks_under_vmap_equals_one_chunk(rng, monkeypatch):
-    # On the CPU a vmapped signed query runs EPA chunk by chunk (`_solve.CPU_EPA_CHUNK`): same values,
-    # statuses and gradients as EPA on the whole batch at once.
+def test_epa_on_overlapping_lanes_under_vmap_equals_one_pair_queries(rng, monkeypatch):
+    # On the CPU a vmapped signed query runs EPA on the overlapping lanes only, `_solve.CPU_EPA_CHUNK`
+    # at a time (`_gate.where_active`): the statuses, values and gradients of one-pair queries.
+    monkeypatch.setattr(jaxgjk._solve, "CPU_EPA_CHUNK", 4)
+    jax.clear_caches()  # a query's traced program holds the constant: trace it again
     boxes, poses = scene(rng, 13)
     ellipsoid = jg.Ellipsoid(jnp.asarray([0.5, 0.3, 0.4]))
     _, ellipsoid_poses = scene(rng, 13)
     centres = jg.Pose(poses.translation + 0.3 * (ellipsoid_poses.translation - poses.translation),
                       ellipsoid_poses.rotation)  # most pairs overlap
 
-    def signed_and_gradient(translations):
-        def total(translations):
-            result = jax.vmap(jg.signed_distance, in_axes=(0, 0, None, 0))(
-                boxes, jg.Pose(translations, poses.rotation), ellipsoid, centres)
-            return jnp.sum(result.distance), result
+    def signed_and_gradient(box, translation, rotation, centre):
+        def signed(translation):
+            result = jg.signed_distance(box, jg.Pose(translation, rotation), ellipsoid, centre)
+            return result.distance, result
 
-        (_, result), gradient = jax.value_and_grad(total, has_aux=True)(translations)
+        gradient, result = jax.grad(signed, has_aux=True)(translation)
         return result, gradient
 
-    results, loops = {}, {}
-    for chunk in (4, 64):
-        monkeypatch.setattr(jaxgjk._solve, "CPU_EPA_CHUNK", chunk)
-        jax.clear_caches()  # the query's traced program holds the chunk size: trace it again
-        loops[chunk] = str(jax.make_jaxpr(signed_and_gradient)(poses.translation)).count("scan[")
-        results[chunk] = jax.jit(signed_and_gradient)(poses.translation)
-    assert loops[4] == loops[64] + 1  # the loop over EPA's chunks
-    (chunked, chunked_gradient), (whole, whole_gradient) = results[4], results[64]
-    assert np.sum(np.asarray(whole.status) == jg.Status.PENETRATING) >= 8
-    np.testing.assert_array_equal(chunked.status, whole.status)
-    np.testing.assert_allclose(chunked.distance, whole.distance, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(chunked.normal, whole.normal, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(chunked_gradient, whole_gradient, rtol=0, atol=1e-12)
+    batched, batched_gradient = jax.jit(jax.vmap(signed_and_gradient))(
+        boxes, poses.translation, poses.rotation, centres)
+    single = jax.jit(signed_and_gradient)
+    penetrating = 0
+    for i in range(13):
+        result, gradient = single(one(boxes, i), poses.translation[i], poses.rotation[i], one(centres, i))
+        assert int(batched.status[i]) == int(result.status)
+        penetrating += int(result.status) == jg.Status.PENETRATING
+        np.testing.assert_allclose(batched.distance[i], result.distance, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(batched.normal[i], result.normal, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(batched_gradient[i], gradient, rtol=0, atol=1e-12)
+    assert penetrating >= 8  # several trips of 4 lanes
 
 
 def test_gradient_through_pairwise(rng):

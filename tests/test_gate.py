@@ -1,12 +1,14 @@
 """`_gate.compute_where`: a batch-wide skip that keeps per-pair results; `_gate.update_rows`: work on
-the active rows only, gathered a few at a time; `_gate.vmapped_in_chunks`: a vmap run chunk by chunk,
-with the values and derivatives of a plain one."""
+the active rows only, gathered a few at a time; `_gate.where_active`: one pair's choice that `vmap`
+turns into `update_rows`, with the values and derivatives of a plain `vmap`."""
+
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgjk._gate import compute_where, update_rows, vmapped_in_chunks
+from jaxgjk._gate import compute_where, update_rows, where_active
 
 
 def _counting_square():
@@ -66,9 +68,9 @@ def test_update_rows_replaces_the_active_rows_only_in_trips_of_capacity():
     np.testing.assert_array_equal(batched, [[0, -1, -2, 3, -4, 5, -6], [0, 1, 2, 3, 4, -5, 6]])
 
 
-def _halvings(x, scale, offset):
+def _halvings(x, scale):
     """A loop whose trip count depends on the input (lanes finish apart), with a custom JVP, like the
-    queries: the number of halvings of |x| · scale below 1, times x, plus an optional offset."""
+    queries: x times the number of halvings of |x| · scale below 1, times scale."""
     def count(y):
         return jax.lax.while_loop(lambda c: c[0] >= 1, lambda c: (c[0] / 2, c[1] + 1), (y, 0))[1]
 
@@ -82,34 +84,41 @@ def _halvings(x, scale, offset):
         trips = count(jnp.abs(x) * scale)
         return x * trips, tangents[0] * trips + 0 * tangents[1]
 
-    value = f(x, scale) * scale
-    return {"value": value if offset is None else value + offset, "trips": count(jnp.abs(x) * scale)}
+    return {"value": f(x, scale) * scale, "trips": count(jnp.abs(x) * scale)}
 
 
-SHARED = (0, None, None)  # x batched, scale and offset shared
+def _halvings_where_positive(x, scale, fallback, where):
+    return where(x > 0, lambda operands: _halvings(*operands), (x, scale),
+                 {"value": fallback, "trips": jnp.zeros((), jnp.int32)})
 
 
-def test_vmapped_in_chunks_has_the_values_and_derivatives_of_a_plain_vmap():
-    chunked = vmapped_in_chunks(_halvings, 4)
+def _plain_where(active, compute, operands, outputs):
+    return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), compute(operands), outputs)
+
+
+SHARED = (0, None, None)  # x batched, scale and fallback shared
+
+
+def test_where_active_has_the_values_and_derivatives_of_a_plain_vmap():
+    gathered = functools.partial(_halvings_where_positive, where=functools.partial(where_active, capacity=4))
+    plain = functools.partial(_halvings_where_positive, where=_plain_where)
     rng = np.random.default_rng(0)
     for size in (1, 4, 5, 11):
         x = jnp.asarray(rng.uniform(-50, 50, size))
-        for scale, offset, axes in ((2.0, None, SHARED), (jnp.linspace(1, 2, size), 0.5, (0, 0, None))):
-            expected = jax.vmap(_halvings, in_axes=axes)(x, scale, offset)
-            got = jax.jit(jax.vmap(chunked, in_axes=axes))(x, scale, offset)
+        for scale, fallback, axes in ((2.0, 0.5, SHARED), (jnp.linspace(1, 2, size), x**2, (0, 0, 0))):
+            expected = jax.vmap(plain, in_axes=axes)(x, scale, fallback)
+            got = jax.jit(jax.vmap(gathered, in_axes=axes))(x, scale, fallback)
             jax.tree_util.tree_map(np.testing.assert_array_equal, got, expected)
 
-            def total(x, f, scale=scale, offset=offset, axes=axes):
-                return jnp.sum(jax.vmap(f, in_axes=axes)(x, scale, offset)["value"] ** 2)
+            # Forward mode only: the gathering loop is primal work (a query's custom JVP holds it).
+            def total(x, f, scale=scale, fallback=fallback, axes=axes):
+                return jnp.sum(jax.vmap(f, in_axes=axes)(x, scale, fallback)["value"] ** 2)
 
-            np.testing.assert_array_equal(jax.jit(jax.grad(total), static_argnums=1)(x, chunked),
-                                          jax.grad(total)(x, _halvings))
-            np.testing.assert_array_equal(jax.jit(jax.jacfwd(total), static_argnums=1)(x, chunked),
-                                          jax.jacfwd(total)(x, _halvings))
-    # Chunks are visible as a loop over them, only above the chunk size; nested vmaps compose.
-    assert "scan" not in str(jax.make_jaxpr(jax.vmap(chunked, in_axes=SHARED))(jnp.ones(4), 2.0, None))
-    assert "scan" in str(jax.make_jaxpr(jax.vmap(chunked, in_axes=SHARED))(jnp.ones(5), 2.0, None))
+            np.testing.assert_array_equal(jax.jit(jax.jacfwd(total), static_argnums=1)(x, gathered),
+                                          jax.jacfwd(total)(x, plain))
     x = jnp.asarray(rng.uniform(-50, 50, (3, 7)))
-    nested = jax.jit(jax.vmap(jax.vmap(chunked, in_axes=SHARED), in_axes=SHARED))(x, 2.0, None)
-    expected = jax.vmap(jax.vmap(_halvings, in_axes=SHARED), in_axes=SHARED)(x, 2.0, None)
+    nested = jax.jit(jax.vmap(jax.vmap(gathered, in_axes=SHARED), in_axes=SHARED))(x, 2.0, 0.5)
+    expected = jax.vmap(jax.vmap(plain, in_axes=SHARED), in_axes=SHARED)(x, 2.0, 0.5)
     np.testing.assert_array_equal(nested["value"], expected["value"])
+    # One pair: `compute` where active, the fallback elsewhere.
+    assert float(gathered(jnp.asarray(-3.0), 2.0, 0.5)["value"]) == 0.5
