@@ -70,9 +70,10 @@ def signed_distance_rows(shapes_a, poses_a, shapes_b, poses_b, *, config: Config
     """`signed_distance` of T pairs at once: shapes and poses with a leading axis T on every leaf (one
     shape kind per side), the same results and derivatives as ``jax.vmap(signed_distance)``.
 
-    EPA runs on the overlapping pairs only, gathered `epa_capacity` at a time, instead of on every lane
-    of the batch (under `vmap` a loop runs for all lanes while any needs it). Pays where few pairs of a
-    batch overlap: a robot's self and obstacle pairs at one configuration. Under an outer `vmap` (over
+    EPA runs on the overlapping pairs only, gathered `epa_capacity` at a time (a plain `vmap` of
+    `signed_distance` gathers them 2 048 at a time on the CPU, and runs EPA on every lane on a GPU,
+    where a loop runs for all lanes while any needs it). Pays where few pairs of a batch overlap: a
+    robot's self and obstacle pairs at one configuration. Under an outer `vmap` (over
     configurations, say) each member gathers its own overlapping pairs.
 
     Returns:
