@@ -77,15 +77,17 @@ class _Hold:
         point_like: () bool, its core feature there is a vertex or a curved point (no flat direction).
         curved: () bool, the core is not a polytope (`Shape.polyhedral_core`).
         flat: () bool, an edge or face of a polytope core, which the simplex's points hold exactly.
-        ruled: () bool, the straight side of a curved core (`Shape.core_ruling`).
+        ruled: () bool, the straight side of a curved core (`Shape.core_ruling`), or of a rounded
+            `Affine` image.
         face: () bool, `flat` and a face.
         axis: (3,) where an edge or a straight side holds the contact, the axis k of the circle of
             directions u that keep holding it (u·k = height): the edge's unit direction, or the shape's
             `core_side_normals`; zero otherwise.
         height: () that circle's height c (zero for an edge).
         plane: (3,) unit normal of the face, either sign; zero unless `face`.
-        ruling: (3,) the shape's `core_ruling` (zero unless `ruled`).
         slots: (3,) int32 simplex slots holding a flat feature's vertices (its spanning ones).
+        hints: (3, 3) points near the held feature's vertices, to pick them where they tie at the
+            refined normal: a flat feature's simplex points (slots), a straight side's two ends.
         count: () int32 vertices of the held feature: 1 point-like, 2 edge or straight side, 3 face.
     """
 
@@ -97,23 +99,21 @@ class _Hold:
     axis: jnp.ndarray
     height: jnp.ndarray
     plane: jnp.ndarray
-    ruling: jnp.ndarray
     slots: jnp.ndarray
+    hints: jnp.ndarray
     count: jnp.ndarray
 
     def rotated(self, rotation) -> _Hold:
         """The same hold with its directions in another frame (`rotation` (3, 3) maps to it; B's hold,
         made along −n, takes −R so that its circle holds n)."""
         return _Hold(self.point_like, self.curved, self.flat, self.ruled, self.face, rotation @ self.axis,
-                     self.height, rotation @ self.plane, self.ruling, self.slots, self.count)
+                     self.height, rotation @ self.plane, self.slots, self.hints, self.count)
 
     def feature_directions(self, direction, simplex_directions):
         """(3, 3) support directions of the held feature's vertices at the refined `direction` (3,)
-        (the first `count` rows): a point-like core's there, a straight side's two ends, a flat
-        feature's vertices as the simplex held them."""
-        ends = jnp.stack([direction + self.ruling, direction - self.ruling, direction - self.ruling])
-        return select([self.point_like, self.ruled], [jnp.broadcast_to(direction, (3, 3)), ends],
-                          simplex_directions[self.slots])
+        (the first `count` rows): a point-like core's and a straight side's (its ends tie there) that
+        one, a flat feature's vertices as the simplex held them."""
+        return jnp.where(self.point_like | self.ruled, direction, simplex_directions[self.slots])
 
 
 def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
@@ -128,18 +128,20 @@ def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
     # The simplex must hold the feature the shape reports (it may hold only part of a face).
     flat = edge_or_face & polyhedral & (dimension == core.dimension)
     ruling = shape.core_ruling(direction, feature_tolerance)
+    # Near the side's ends: a rounded `Affine` image's margin turns with the direction, so these are
+    # its ends only approximately, but near enough to pick each end where they tie.
     ends = jax.vmap(shape.core_support)(jnp.stack([direction + ruling, direction - ruling]))
-    side = unit_vector(ends[0] - ends[1])
     side_axis, side_height = shape.core_side_normals()
-    ruled = ((core.dimension == FeatureDim.EDGE) & curved & jnp.any(ruling != 0) & jnp.any(side != 0)
-             & jnp.any(side_axis != 0) & (jnp.abs(side_height) < 1))
+    ruled = (curved & jnp.any(ruling != 0) & jnp.any(ends[0] != ends[1]) & jnp.any(side_axis != 0)
+             & (jnp.abs(side_height) < 1))
     circle_axis = select([flat & (dimension == FeatureDim.EDGE), ruled], [axis, side_axis],
                              jnp.zeros(3, axis.dtype))
     face = flat & (dimension == FeatureDim.FACE)
     point_like = shape.core_point_like(direction, feature_tolerance)
     count = select([point_like, face], [1, 3], 2).astype(jnp.int32)
+    hints = jnp.where(ruled, ends[jnp.array([0, 1, 1])], points[spanning])
     return _Hold(point_like, curved, flat, ruled, face, circle_axis, jnp.where(ruled, side_height, 0),
-                 jnp.where(face, plane, 0), jnp.where(ruled, ruling, 0), spanning, count)
+                 jnp.where(face, plane, 0), spanning, hints, count)
 
 
 def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Simplex) -> Simplex:
@@ -154,9 +156,9 @@ def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Si
     """
     directions_a = a.feature_directions(normal, simplex.directions_a)
     directions_b = b.feature_directions(-pair.rotation.T @ normal, simplex.directions_b)
-    # A flat feature's directions expose a whole edge or face (ties to rounding): the hints, the
-    # simplex's own points, keep the vertices it held.
-    hints_a, hints_b = simplex.points_a[a.slots], simplex.points_b[b.slots]
+    # A flat feature's directions expose a whole edge or face, a straight side's direction both its
+    # ends (ties to rounding): the hints pick the vertices held.
+    hints_a, hints_b = a.hints, b.hints
     slot = jnp.arange(4)
     mask = slot < jnp.minimum(a.count * b.count, 3)
     index_a = jnp.where(a.face, slot, slot // b.count)

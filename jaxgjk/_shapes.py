@@ -19,7 +19,7 @@ import numpy as np
 from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
-from ._tolerance import VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
+from ._tolerance import SIDE_TIE_ROUNDINGS, VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
 from ._vector import dot, first_argmax, first_argmin, select, unit_vector
 
 
@@ -57,10 +57,10 @@ class Shape(abc.ABC):
 
     def core_support_near(self, direction, hint):
         """`core_support`, but where `direction` (3,) exposes several vertices that tie to rounding (an
-        edge or face), the one nearest `hint` (3,): re-evaluating a stored support direction then
-        returns the stored point, whichever way a differently compiled dot product rounds the tie
-        (the tangent rules hold the simplex's directions). The same as `core_support` for shapes whose
-        ties are decided by exact sign tests."""
+        edge or face, a straight side's two ends), the one nearest `hint` (3,): re-evaluating a stored
+        support direction then returns the stored point, whichever way a differently compiled dot
+        product rounds the tie (the tangent rules hold the simplex's directions), and one direction
+        reaches both ends of a side (`_refine`). The same as `core_support` for shapes without ties."""
         del hint
         return self.core_support(direction)
 
@@ -147,6 +147,29 @@ def nearest_tied_vertex(vertices, scores, direction, hint):
     return vertices[first_argmin(jnp.where(tied, dot(offsets, offsets), jnp.inf))]
 
 
+def _side_tied(gap, direction, size):
+    """() bool: the two ends of a straight side, whose values along `direction` (3,) differ by `gap` (),
+    tie to `SIDE_TIE_ROUNDINGS` roundings of |direction| · `size` ()."""
+    return jnp.abs(gap) <= SIDE_TIE_ROUNDINGS * epsilon(direction.dtype) * jnp.linalg.norm(direction) * size
+
+
+def _axial_end(direction, half_length, hint=None):
+    """() z of the end of the segment from −`half_length` to +`half_length` on the z axis that `direction`
+    (3,) exposes: the upper one where z ≥ 0, or, where the ends tie and a `hint` (3,) is given, the one
+    on the hint's side."""
+    upward = direction[2] >= 0
+    if hint is not None:
+        upward = jnp.where(_side_tied(2 * direction[2], direction, half_length), hint[2] >= 0, upward)
+    return jnp.where(upward, half_length, -half_length)
+
+
+def _axial_turn(exposes_side, direction):
+    """`Shape.core_ruling` of a shape whose straight sides run along z with the support's height
+    following the sign of the direction's z: a turn along +z as long as the direction's largest
+    component (so ± it reaches both ends) where `exposes_side` (), zero elsewhere."""
+    return jnp.where(exposes_side, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
+
+
 @pytree_dataclass
 class Sphere(Shape):
     """Ball centred at the origin. radius: () length."""
@@ -186,12 +209,22 @@ class Capsule(Shape):
         return False
 
     def core_support(self, direction):
-        z = jnp.where(direction[2] >= 0, self.half_length, -self.half_length)
-        return jnp.stack([jnp.zeros_like(z), jnp.zeros_like(z), z]).astype(direction.dtype)
+        return self.core_support_near(direction, None)
+
+    def core_support_near(self, direction, hint):
+        return jnp.zeros_like(direction).at[2].set(_axial_end(direction, self.half_length, hint))
 
     def core_feature(self, direction, relative_tolerance):
         ends = jnp.zeros((2, 3), direction.dtype).at[:, 2].set(jnp.stack([-1, 1]) * self.half_length)
         return vertex_set_feature(ends, None, direction, relative_tolerance)
+
+    def core_ruling(self, direction, relative_tolerance):
+        # The segment itself is the side (straight in an `Affine` image, where the margin curves).
+        return _axial_turn(self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE,
+                           direction)
+
+    def core_side_normals(self):
+        return jnp.array([0, 0, 1], self.dtype()), jnp.zeros((), self.dtype())
 
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
@@ -246,9 +279,11 @@ class Cylinder(Shape):
     half_length: jnp.ndarray
 
     def core_support(self, direction):
+        return self.core_support_near(direction, None)
+
+    def core_support_near(self, direction, hint):
         radial = self.radius * unit_vector(direction.at[2].set(0))
-        z = jnp.where(direction[2] >= 0, self.half_length, -self.half_length)
-        return radial.at[2].set(z)
+        return radial.at[2].set(_axial_end(direction, self.half_length, hint))
 
     def core_feature(self, direction, relative_tolerance):
         # A cap (direction along the axis), a side segment (direction across it), else a rim point;
@@ -262,10 +297,9 @@ class Cylinder(Shape):
             [FeatureDim.FACE, FeatureDim.EDGE, FeatureDim.VERTEX], FeatureDim.CURVED))
 
     def core_ruling(self, direction, relative_tolerance):
-        # The side's segment: the support's height follows the sign of the direction's z alone, its
-        # radial part the direction's xy alone, so adding ±z (|z| ≥ the direction's) reaches both ends.
-        side = self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE
-        return jnp.where(side, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
+        # The side's segment: the radial part follows the direction's xy alone, so ±z keeps it.
+        return _axial_turn(self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE,
+                           direction)
 
     def core_side_normals(self):
         return jnp.array([0, 0, 1], self.dtype()), jnp.zeros((), self.dtype())
@@ -289,9 +323,18 @@ class Cone(Shape):
     half_height: jnp.ndarray
 
     def core_support(self, direction):
+        return self.core_support_near(direction, None)
+
+    def core_support_near(self, direction, hint):
         apex = jnp.zeros_like(direction).at[2].set(self.half_height)
         rim = (self.radius * unit_vector(direction.at[2].set(0))).at[2].set(-self.half_height)
-        return jnp.where(jnp.dot(direction, apex) >= jnp.dot(direction, rim), apex, rim)
+        gap = jnp.dot(direction, apex) - jnp.dot(direction, rim)
+        upper = gap >= 0
+        if hint is not None:  # a slant's ends tie: the one nearer the hint
+            nearer_apex = jnp.sum((hint - apex) ** 2) <= jnp.sum((hint - rim) ** 2)
+            upper = jnp.where(_side_tied(gap, direction, jnp.maximum(self.radius, self.half_height)),
+                              nearer_apex, upper)
+        return jnp.where(upper, apex, rim)
 
     def core_feature(self, direction, relative_tolerance):
         # The base (direction along -z), a slant segment (apex and rim tie), the apex, or a rim point.
@@ -307,8 +350,8 @@ class Cone(Shape):
     def core_ruling(self, direction, relative_tolerance):
         # A slant from the apex to the rim point facing the direction: more +z exposes the apex, less
         # the rim point, and the rim point follows the direction's xy alone.
-        slant = self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE
-        return jnp.where(slant, jnp.array([0, 0, 1], direction.dtype) * jnp.max(jnp.abs(direction)), 0)
+        return _axial_turn(self.core_feature(direction, relative_tolerance).dimension == FeatureDim.EDGE,
+                           direction)
 
     def core_side_normals(self):
         # The slant's outward normal is (2h cos φ, 2h sin φ, r) / √(4h² + r²).
@@ -440,6 +483,21 @@ class Affine(Shape):
         # s(d) = L s_inner(Lᵀ d) + offset (van den Bergen 2004, §4.3.4).
         return self.linear @ self.shape.support(self.linear.T @ direction) + self.offset
 
+    def core_support_near(self, direction, hint):
+        # The shape breaks its ties towards the hint's preimage (a singular map has none: no hint).
+        inner_direction = self.linear.T @ direction
+        invertible, linear_safe = self._invertible()
+        inner_hint = jnp.linalg.solve(linear_safe, hint - self.offset)
+        inner = (self.shape.core_support_near(inner_direction, inner_hint)
+                 + self.shape.margin() * unit_vector(inner_direction))
+        return jnp.where(invertible, self.linear @ inner + self.offset, self.core_support(direction))
+
+    def _invertible(self):
+        """() bool whether `linear` is invertible, and `linear` there, the identity elsewhere (a safe
+        matrix to solve with, no NaN)."""
+        invertible = jnp.linalg.det(self.linear) != 0
+        return invertible, jnp.where(invertible, self.linear, jnp.eye(3, dtype=self.linear.dtype))
+
     def core_feature(self, direction, relative_tolerance):
         # An invertible map sends the face exposed by Lᵀd to the face exposed by d.
         return self.shape.feature(unit_vector(self.linear.T @ direction), relative_tolerance)
@@ -448,15 +506,15 @@ class Affine(Shape):
         return self.shape.polyhedral_core() & (self.shape.margin() == 0)
 
     def core_point_like(self, direction, relative_tolerance):
-        # The image of the whole shape: its margin rounds every point.
-        inner = self.shape.core_point_like(unit_vector(self.linear.T @ direction), relative_tolerance)
-        return inner | (self.shape.margin() > 0)
+        # The image of the whole shape, margin included: a ball's sweep of the core's point is an
+        # ellipsoid's point, of its edge or face a straight side or a flat patch (not point-like).
+        return self.shape.core_point_like(unit_vector(self.linear.T @ direction), relative_tolerance)
 
     def core_ruling(self, direction, relative_tolerance):
-        # The shape's turn r at Lᵀd, brought to d's side: Lᵀ(d ± t) = Lᵀd ± r.
+        # The shape's turn r at Lᵀd, brought to d's side: Lᵀ(d ± t) = Lᵀd ± r. A margin turns with it:
+        # d ± t then exposes only near the ends of a rounded side (`_refine` holds them by ties).
         inner = self.shape.core_ruling(self.linear.T @ direction, relative_tolerance)
-        invertible = jnp.linalg.det(self.linear) != 0
-        linear_safe = jnp.where(invertible, self.linear, jnp.eye(3, dtype=self.linear.dtype))  # no NaN
+        invertible, linear_safe = self._invertible()
         return jnp.where(invertible, jnp.linalg.solve(linear_safe.T, inner), 0)
 
     def core_side_normals(self):
@@ -592,12 +650,12 @@ class ConvexHull(Shape):
         return points[winner]
 
     def core_point_like(self, direction, relative_tolerance):
-        # One member's point, clear of the others' support planes (a tie is a flat patch between them).
+        # One member's point, clear of the others' support planes (a tie is a flat patch between them);
+        # a member's margin sweeps its core's point to a smooth one, its edge to a straight side.
         _, values, winner = self._member_supports(direction)
         clear = jnp.sum(values >= values[winner] - relative_tolerance * self.reach()) == 1
-        dimensions = jnp.stack([shape.feature(direction, relative_tolerance).dimension
-                                for shape in self.shapes])
-        return clear & ((dimensions[winner] == FeatureDim.VERTEX) | (dimensions[winner] == FeatureDim.CURVED))
+        point_like = [shape.core_point_like(direction, relative_tolerance) for shape in self.shapes]
+        return clear & jnp.stack(point_like)[winner]
 
     def center(self):
         return jnp.mean(jnp.stack([shape.center() for shape in self.shapes]), axis=0)

@@ -60,6 +60,10 @@ FLAT_TRIANGLE_ROUNDINGS = 16
 PARALLEL_ROUNDINGS = 16
 # Dot products with one direction that tie within this many roundings of |direction|·max|vertex|.
 VERTEX_TIE_ROUNDINGS = 16
+# The two ends of a straight side (a segment's, a cylinder's side, a cone's slant) tie along a direction
+# within this many roundings of |direction|·size: `_refine` reads them at a normal it put on the side's
+# circle in another body's frame, through `Affine` maps (well inside the feature tolerances, 1e-6 and 1e-3).
+SIDE_TIE_ROUNDINGS = 1024
 # Separating-axis values of two boxes that tie within this many roundings of the pair's lengths.
 BOX_AXIS_ROUNDINGS = 32
 # A support point within this many roundings of the polytope's extent of a face's plane does not see it.

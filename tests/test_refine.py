@@ -273,8 +273,9 @@ def _stack(rows):
 def test_cone_slant_and_affine_gradients_are_the_exact_normal():
     """float64: a cone's slant against each of the seven kinds (cone first, then second), separated and
     penetrating, and `Affine` images of curved shapes (an ellipsoid, a ball, a cylinder's side, a cone's
-    rim) against each kind: the distance gradient is the exact normal to 1e-6 and central differences
-    agree to 1e-6 (the loops alone: ~1e-5 off on the slant)."""
+    rim, a capsule's side, straight under a margin that curves) against each kind: the distance
+    gradient is the exact normal to 1e-6 and central differences agree to 1e-6 (the loops alone: ~1e-5
+    off on the slant and the capsule's side)."""
     from .exact_normal import exact_normal
     from .shape_samples import PRIMITIVE_KINDS, random_shape
 
@@ -307,13 +308,16 @@ def test_cone_slant_and_affine_gradients_are_the_exact_normal():
             pose_a, pose_b = _slant_case(rng, cone, other, penetration)
             assert add(cone, identity, pose_a, other, pose_b, swap=bool(index % 2) and kind != "cone")
     curved = (jg.Ellipsoid(jnp.asarray([0.5, 0.3, 0.4])), jg.Sphere(jnp.asarray(0.4)),
-              jg.Cylinder(jnp.asarray(0.4), jnp.asarray(0.3)), jg.Cone(jnp.asarray(0.4), jnp.asarray(0.3)))
+              jg.Cylinder(jnp.asarray(0.4), jnp.asarray(0.3)), jg.Cone(jnp.asarray(0.4), jnp.asarray(0.3)),
+              jg.Capsule(jnp.asarray(0.2), jnp.asarray(0.4)))
     for inner in curved:
         for kind in PRIMITIVE_KINDS:
             rotation = np.asarray(jg.Pose(jnp.zeros(3), jnp.asarray(random_rotation(rng))).rotation_matrix())
             linear = (rotation * rng.uniform(0.7, 1.3, 3), rng.normal(size=3) * 0.1)
-            direction = rng.normal(size=3)
-            pose_b = (direction / np.linalg.norm(direction) * rng.uniform(0.3, 1.5), random_rotation(rng))
+            direction, reach = rng.normal(size=3), rng.uniform(0.3, 1.5)
+            if isinstance(inner, jg.Capsule):  # B across the capsule's middle, overlapping its side
+                direction, reach = np.cross(linear[0][:, 2], direction), 0.3
+            pose_b = (direction / np.linalg.norm(direction) * reach, random_rotation(rng))
             origin = (np.zeros(3), np.array([1.0, 0, 0, 0]))
             while not add(inner, linear, origin, random_shape(kind, rng, 0.5), pose_b):
                 pose_b = (pose_b[0] * 1.1 + 0.1 * rng.normal(size=3), random_rotation(rng))

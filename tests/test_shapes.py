@@ -9,7 +9,7 @@ import pytest
 
 import jaxgjk as jg
 
-from .shape_samples import PRIMITIVE_KINDS, random_shape, sample_points
+from .shape_samples import PRIMITIVE_KINDS, random_rotation, random_shape, sample_points
 
 
 def composite_shapes(rng):
@@ -126,6 +126,39 @@ def test_core_support_near_keeps_the_hinted_vertex_of_a_tie(rng):
         np.testing.assert_allclose(near(direction, jnp.asarray(face)), face, atol=1e-12, err_msg=name)
         far = near(direction, jnp.asarray(-3 * vertices))
         np.testing.assert_allclose(far @ np.asarray(direction), 1.0, atol=1e-12, err_msg=name)
+
+
+def test_core_support_near_keeps_the_hinted_end_of_a_straight_side(rng):
+    """Directions exposing a straight side, whose two ends tie up to rounding: a capsule's segment, a
+    cylinder's side, a cone's slant, and the side of an `Affine` capsule (its margin turns with the
+    direction, so turning the direction cannot reach the ends; `_refine` holds them by hints).
+    `core_support_near` returns the end nearer the hint; tilted off the side, the support whatever the
+    hint."""
+    radius, half = jnp.asarray(0.3), jnp.asarray(0.5)
+    azimuth, up = np.array([0.6, 0.8, 0.0]), np.array([0.0, 0.0, 1.0])
+    rotation = np.asarray(jg.Pose(jnp.zeros(3), jnp.asarray(random_rotation(rng))).rotation_matrix())
+    linear, offset = rotation * [0.7, 1.3, 1.0], np.array([0.1, -0.2, 0.05])
+    segment = [half * up, -half * up]
+    cases = {
+        "capsule": (jg.Capsule(radius, half), azimuth, segment),
+        "cylinder": (jg.Cylinder(radius, half), azimuth, [radius * azimuth + end for end in segment]),
+        "cone": (jg.Cone(radius, half), np.array([2 * half * 0.6, 2 * half * 0.8, radius]),
+                 [half * up, radius * azimuth - half * up]),
+        # Lᵀ d ∝ the capsule's own side direction; its ends are L (±half·z + radius·azimuth) + offset.
+        "affine capsule": (jg.Affine(jg.Capsule(radius, half), jnp.asarray(linear), jnp.asarray(offset)),
+                           np.linalg.solve(linear.T, azimuth),
+                           [linear @ (end + radius * azimuth) + offset for end in segment]),
+    }
+    for name, (shape, direction, ends) in cases.items():
+        near = jax.jit(jax.vmap(shape.core_support_near, in_axes=(None, 0)))
+        direction = jnp.asarray(direction / np.linalg.norm(direction))
+        ends = np.stack(ends)
+        hints = ends + 0.2 * rng.normal(size=ends.shape) * np.linalg.norm(ends[0] - ends[1])
+        np.testing.assert_allclose(near(direction, jnp.asarray(hints)), ends, atol=1e-12, err_msg=name)
+        tilted = direction + 1e-3 * jnp.asarray(ends[0] - ends[1])  # towards the first end
+        support = shape.core_support(tilted)
+        np.testing.assert_allclose(near(tilted, jnp.asarray(hints)), np.stack([support, support]),
+                                   atol=1e-12, err_msg=name)
 
 
 ALL_NAMES = list(PRIMITIVE_KINDS) + ["affine", "minkowski", "rounded", "hull", "masked_polytope"]
