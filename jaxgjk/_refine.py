@@ -15,10 +15,11 @@ and a few Newton steps take the normal to rounding (Absil, Mahony, Sepulchre 200
 feature of a polyhedral core (an edge or a face, whose vertices the final simplex holds exactly) or a
 straight side of a curved core (a cylinder's side, a cone's slant) constrains the normal: a face fixes
 it; an edge keeps it perpendicular, and a side on the circle of directions that expose such sides
-(`Shape.core_side_normals`: n·k = c, a great circle for an edge or a cylinder, a small one for a cone);
-two of them fix it to where their circles meet, and Newton runs along what is left free. Along a circle
-of height c about k, g's second derivative at unit speed is tᵀJt − (n − c k)·w / (1 − c²) (t the
-circle's tangent; −g on a great circle), and each step is put back on the circle. Every step
+(`Shape.core_side_normals`: n·k = c, a great circle for an edge or a cylinder, a small one for a cone,
+or such a circle seen through an `Affine` map M, unit(Mᵀn)·k = c, a curve that is no circle where M is
+not a similarity); two of them fix it to where their circles meet, and Newton runs along what is left
+free. Along a curve γ through n with unit tangent t, g's second derivative is tᵀJt + γ''·w (−g on a
+great circle, where γ'' = −n), and each step is put back on the curve. Every step
 is kept only if g, a certified bound on sd, does not drop beyond rounding, so a misread feature can
 never make the answer worse than the loops'.
 """
@@ -33,7 +34,7 @@ from ._features import FeatureDim, exposed_span, exposed_vertices
 from ._minkowski import RelativePair
 from ._result import Simplex
 from ._simplex import face_weights
-from ._tolerance import MAX_STEP, NEWTON_STEPS, REFINE_ACCEPT_ROUNDINGS, epsilon
+from ._tolerance import MAX_STEP, NEWTON_STEPS, REFINE_ACCEPT_ROUNDINGS, SIMILARITY_ROUNDINGS, epsilon
 from ._vector import select, unit_vector
 
 
@@ -81,9 +82,11 @@ class _Hold:
             `Affine` image.
         face: () bool, `flat` and a face.
         axis: (3,) where an edge or a straight side holds the contact, the axis k of the circle of
-            directions u that keep holding it (u·k = height): the edge's unit direction, or the shape's
-            `core_side_normals`; zero otherwise.
+            directions u that keep holding it (unit(linearᵀ u)·k = height): the edge's unit direction,
+            or the shape's `core_side_normals`; zero otherwise.
         height: () that circle's height c (zero for an edge).
+        linear: (3, 3) the map M the circle is seen through (the identity, or the shape's
+            `core_side_normals` map; a frame change multiplies it).
         plane: (3,) unit normal of the face, either sign; zero unless `face`.
         slots: (3,) int32 simplex slots holding a flat feature's vertices (its spanning ones).
         hints: (3, 3) points near the held feature's vertices, to pick them where they tie at the
@@ -98,6 +101,7 @@ class _Hold:
     face: jnp.ndarray
     axis: jnp.ndarray
     height: jnp.ndarray
+    linear: jnp.ndarray
     plane: jnp.ndarray
     slots: jnp.ndarray
     hints: jnp.ndarray
@@ -106,8 +110,13 @@ class _Hold:
     def rotated(self, rotation) -> _Hold:
         """The same hold with its directions in another frame (`rotation` (3, 3) maps to it; B's hold,
         made along −n, takes −R so that its circle holds n)."""
-        return _Hold(self.point_like, self.curved, self.flat, self.ruled, self.face, rotation @ self.axis,
-                     self.height, rotation @ self.plane, self.slots, self.hints, self.count)
+        return _Hold(self.point_like, self.curved, self.flat, self.ruled, self.face, self.axis,
+                     self.height, rotation @ self.linear, rotation @ self.plane, self.slots, self.hints,
+                     self.count)
+
+    def circle(self):
+        """(axis, height, linear): the circle of directions that keep holding the contact."""
+        return self.axis, self.height, self.linear
 
     def feature_directions(self, direction, simplex_directions):
         """(3, 3) support directions of the held feature's vertices at the refined `direction` (3,)
@@ -131,7 +140,7 @@ def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
     # Near the side's ends: a rounded `Affine` image's margin turns with the direction, so these are
     # its ends only approximately, but near enough to pick each end where they tie.
     ends = jax.vmap(shape.core_support)(jnp.stack([direction + ruling, direction - ruling]))
-    side_axis, side_height = shape.core_side_normals()
+    side_axis, side_height, side_linear = shape.core_side_normals()
     ruled = (curved & jnp.any(ruling != 0) & jnp.any(ends[0] != ends[1]) & jnp.any(side_axis != 0)
              & (jnp.abs(side_height) < 1))
     circle_axis = select([flat & (dimension == FeatureDim.EDGE), ruled], [axis, side_axis],
@@ -141,6 +150,7 @@ def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
     count = select([point_like, face], [1, 3], 2).astype(jnp.int32)
     hints = jnp.where(ruled, ends[jnp.array([0, 1, 1])], points[spanning])
     return _Hold(point_like, curved, flat, ruled, face, circle_axis, jnp.where(ruled, side_height, 0),
+                 jnp.where(ruled, side_linear, jnp.eye(3, dtype=side_linear.dtype)),
                  jnp.where(face, plane, 0), spanning, hints, count)
 
 
@@ -170,10 +180,42 @@ def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Si
     return Simplex(points.direction_a, points.direction_b, points.point_a, points.point_b, weights, mask)
 
 
-def _onto_circle(direction, axis, height):
-    """The point of the circle {u unit : u·axis = height} (`axis` (3,) unit) nearest `direction` (3,)."""
-    across = unit_vector(direction - jnp.dot(direction, axis) * axis)
-    return height * axis + jnp.sqrt(jnp.maximum(1 - height**2, 0)) * across
+def _onto_circle(direction, axis, height, linear):
+    """A point of the curve {u unit : unit(linearᵀ u)·axis = height} (`axis` (3,) unit, `linear` (3, 3)
+    invertible) near `direction` (3,): through `linear`, the circle's point nearest linearᵀ direction
+    (the nearest point itself where `linear` is orthogonal), a smooth retraction onto the curve."""
+    inner = linear.T @ direction
+    across = unit_vector(inner - jnp.dot(inner, axis) * axis)
+    return unit_vector(jnp.linalg.solve(linear.T, height * axis + jnp.sqrt(jnp.maximum(1 - height**2, 0))
+                                        * across))
+
+
+def _circle_normal(direction, axis, height, linear):
+    """(3,) the gradient at `direction` (3,) of unit(linearᵀ u)·axis − height (scaled): normal to the
+    curve within the tangent plane, M (k − c unit(Mᵀu)) (k − c u for a circle)."""
+    return linear @ (axis - height * unit_vector(linear.T @ direction))
+
+
+def _curve_bend(direction, tangent, circle):
+    """−γ''(0) (3,) of γ(s) = `_onto_circle`(direction + s · tangent, *circle), which moves along the
+    curve at unit speed where `direction` (3,) is on it and `tangent` (3,) its unit tangent:
+    (n − c k) / (1 − c²) on a circle of height c about k."""
+    def velocity(step):
+        return jax.jvp(lambda s: _onto_circle(direction + s * tangent, *circle), (step,),
+                       (jnp.ones_like(step),))[1]
+
+    zero = jnp.zeros((), direction.dtype)
+    return -jax.jvp(velocity, (zero,), (jnp.ones_like(zero),))[1]
+
+
+def _plain_circle(axis, height, linear):
+    """Whether the curve {u unit : unit(linearᵀ u)·axis = height} is the circle {u·k = height} (height
+    zero, or `linear` a similarity), and its axis k (3,) = unit(linear axis) there."""
+    gram = linear.T @ linear
+    scale = jnp.trace(gram) / 3
+    similar = (jnp.max(jnp.abs(gram - scale * jnp.eye(3, dtype=gram.dtype)))
+               <= SIMILARITY_ROUNDINGS * epsilon(gram.dtype) * scale)
+    return (height == 0) | similar, unit_vector(linear @ axis)
 
 
 def _circles_meet(axis_a, height_a, axis_b, height_b, normal):
@@ -213,9 +255,9 @@ def _evaluate(pair: RelativePair, direction, basis):
 
 def _inverse_hessian(curvature, g, one_free, bend=None):
     """H⁻¹ (2, 2) of the Riemannian Hessian H = sym(Tᵀ J T) − g I of g in the tangent basis, and whether
-    H is negative definite (a maximum). With `one_free`, the normal moves along a circle n·k = c only
-    (the basis's first direction), where the second derivative is t·J·t − `bend`, bend = (n − c k)·w /
-    (1 − c²) (g itself on a great circle, c = 0)."""
+    H is negative definite (a maximum). With `one_free`, the normal moves along a curve γ only (the
+    basis's first direction t), where the second derivative is t·J·t − `bend`, bend = −γ''·w (g itself
+    on a great circle, where γ'' = −n)."""
     dtype = curvature.dtype
     hessian = (curvature + curvature.T) / 2 - g * jnp.eye(2, dtype=dtype)
     along = curvature[0, 0] - (g if bend is None else bend)
@@ -252,33 +294,38 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     b_local = _hold(pair.shape_b, -pair.rotation.T @ normal, simplex.points_b, mask, feature_tolerance)
     b = b_local.rotated(-pair.rotation)  # A's frame, its circle holding n (B is held along −n)
     # The directions the normal may take: a face fixes it; an edge or side keeps it on a circle
-    # n·k = c, so two of them fix it to where their circles meet, one leaves one free direction.
+    # n·k = c (or such a circle seen through a map), so two of them fix it to where their circles
+    # meet (plain circles), one leaves one free direction.
     has_circle_a, has_circle_b = jnp.any(a.axis != 0), jnp.any(b.axis != 0)
-    met, circles_meet = _circles_meet(a.axis, a.height, b.axis, b.height, normal)
+    plain_a, axis_a = _plain_circle(*a.circle())
+    plain_b, axis_b = _plain_circle(*b.circle())
+    met, circles_meet = _circles_meet(axis_a, a.height, axis_b, b.height, normal)
     on_face = a.face | b.face
     on_circles = has_circle_a & has_circle_b
     on_circle = (has_circle_a | has_circle_b) & ~on_circles & ~on_face
-    axis = jnp.where(has_circle_a, a.axis, b.axis)
-    height = jnp.where(has_circle_a, a.height, b.height)
+    circle = jax.tree_util.tree_map(lambda of_a, of_b: jnp.where(has_circle_a, of_a, of_b), a.circle(),
+                                    b.circle())
     plane = jnp.where(a.face, a.plane, b.plane)
     applicable = (active & (a.curved | b.curved) & (a.point_like | a.flat | a.ruled)
                   & (b.point_like | b.flat | b.ruled) & ~(a.face & b.face)
-                  & ~(on_circles & ~on_face & ~circles_meet))
+                  & ~(on_circles & ~on_face & ~(circles_meet & plain_a & plain_b)))
     start = select([on_face, on_circles, on_circle],
                        [plane * jnp.where(jnp.dot(plane, normal) < 0, -1, 1), met,
-                        _onto_circle(normal, axis, height)], normal)
+                        _onto_circle(normal, *circle)], normal)
     start = jnp.where(jnp.any(start != 0), start, normal)
     no_free_direction = on_face | on_circles
 
+    def tangent_basis(direction):
+        return _tangent_basis(direction, _circle_normal(direction, *circle), on_circle)
+
     def evaluate(direction):
-        return _evaluate(pair, direction, _tangent_basis(direction, axis, on_circle))
+        return _evaluate(pair, direction, tangent_basis(direction))
 
     def inverse_hessian(direction, value, curvature, g):
         """Tangent basis T (3, 2), H⁻¹ (2, 2) in it, and whether H is negative definite (a maximum)."""
-        radial = direction - height * axis  # from the circle's centre, length² 1 − c²
-        bend = jnp.dot(radial, value) / jnp.where(on_circle, 1 - height**2, 1)
-        return ((_tangent_basis(direction, axis, on_circle),)
-                + _inverse_hessian(curvature, g, on_circle, bend))
+        basis = tangent_basis(direction)
+        bend = jnp.dot(_curve_bend(direction, basis[:, 0], circle), value)
+        return (basis,) + _inverse_hessian(curvature, g, on_circle, bend)
 
     def newton_step(direction, value, curvature, g):
         # Maximising: the step is −H⁻¹ grad, valid where H is negative definite.
@@ -287,7 +334,7 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
         length = jnp.linalg.norm(step)
         step = step * jnp.minimum(1, MAX_STEP / jnp.where(length > 0, length, 1))
         moved = unit_vector(direction + basis @ step)
-        moved = jnp.where(on_circle, _onto_circle(moved, axis, height), moved)
+        moved = jnp.where(on_circle, _onto_circle(moved, *circle), moved)
         return jnp.where(definite & ~no_free_direction & jnp.any(moved != 0), moved, direction)
 
     g0, value0, curvature0, _ = evaluate(normal)

@@ -108,11 +108,12 @@ class Shape(abc.ABC):
         return jnp.zeros(3, self.dtype())
 
     def core_side_normals(self):
-        """Where the straight sides of a curved core face: (axis (3,), height ()) such that the unit
-        directions exposing a side are those u with ``u · axis = height`` (a circle of directions: a
-        cylinder's sides face across its axis, height 0; a cone's slants at a fixed angle to it). A zero
-        axis for shapes without straight sides."""
-        return jnp.zeros(3, self.dtype()), jnp.zeros((), self.dtype())
+        """Where the straight sides of a curved core face: (axis (3,), height (), linear (3, 3)) such
+        that the unit directions exposing a side are those u with ``unit(linearᵀ u) · axis = height``:
+        a circle of directions (a cylinder's sides face across its axis, height 0; a cone's slants at
+        a fixed angle to it) seen through `linear` (the identity, or the maps of `Affine` images). A
+        zero axis for shapes without straight sides."""
+        return jnp.zeros(3, self.dtype()), jnp.zeros((), self.dtype()), jnp.eye(3, dtype=self.dtype())
 
     def center(self):
         """A point (3,) inside the core, near its middle (GJK's first search direction uses it)."""
@@ -161,6 +162,11 @@ def _axial_end(direction, half_length, hint=None):
     if hint is not None:
         upward = jnp.where(_side_tied(2 * direction[2], direction, half_length), hint[2] >= 0, upward)
     return jnp.where(upward, half_length, -half_length)
+
+
+def _axial_side_normals(dtype, height=0.0):
+    """`Shape.core_side_normals` of straight sides whose normals make the angle asin(`height`) with z."""
+    return jnp.array([0, 0, 1], dtype), jnp.asarray(height, dtype), jnp.eye(3, dtype=dtype)
 
 
 def _axial_turn(exposes_side, direction):
@@ -224,7 +230,7 @@ class Capsule(Shape):
                            direction)
 
     def core_side_normals(self):
-        return jnp.array([0, 0, 1], self.dtype()), jnp.zeros((), self.dtype())
+        return _axial_side_normals(self.dtype())
 
     def margin(self):
         return jnp.asarray(self.radius, self.dtype())
@@ -302,7 +308,7 @@ class Cylinder(Shape):
                            direction)
 
     def core_side_normals(self):
-        return jnp.array([0, 0, 1], self.dtype()), jnp.zeros((), self.dtype())
+        return _axial_side_normals(self.dtype())
 
     def reach(self):
         return jnp.sqrt(jnp.asarray(self.radius**2 + self.half_length**2, self.dtype()))
@@ -357,7 +363,7 @@ class Cone(Shape):
         # The slant's outward normal is (2h cos φ, 2h sin φ, r) / √(4h² + r²).
         radius, half = jnp.asarray(self.radius, self.dtype()), jnp.asarray(self.half_height, self.dtype())
         length = jnp.sqrt(radius**2 + 4 * half**2)
-        return jnp.array([0, 0, 1], self.dtype()), radius / jnp.where(length > 0, length, 1)
+        return _axial_side_normals(self.dtype(), radius / jnp.where(length > 0, length, 1))
 
     def center(self):
         return jnp.zeros(3, self.dtype()).at[2].set(-self.half_height / 2)
@@ -518,16 +524,10 @@ class Affine(Shape):
         return jnp.where(invertible, jnp.linalg.solve(linear_safe.T, inner), 0)
 
     def core_side_normals(self):
-        # u·k = c|u| with u = Lᵀn: for c = 0 it is n·(L k) = 0, a great circle again; for a similarity
-        # (LᵀL = s²I) it is unit(n)·unit(L k) = c. Otherwise (a cone under a shear or an unequal
-        # scaling) a cone of directions that is no circle, which `_refine` does not follow.
-        axis, height = self.shape.core_side_normals()
-        gram = self.linear.T @ self.linear
-        scale = jnp.trace(gram) / 3
-        similar = (jnp.max(jnp.abs(gram - scale * jnp.eye(3, dtype=gram.dtype)))
-                   <= 16 * epsilon(gram.dtype) * scale)
-        circle = (height == 0) | similar
-        return jnp.where(circle, unit_vector(self.linear @ axis), 0), jnp.where(circle, height, 0)
+        # d exposes a side where Lᵀd does on the shape: the shape's circle, seen through L as well.
+        axis, height, linear = self.shape.core_side_normals()
+        invertible, _ = self._invertible()
+        return jnp.where(invertible, axis, 0), height, self.linear @ linear
 
     def center(self):
         return self.linear @ self.shape.center() + self.offset

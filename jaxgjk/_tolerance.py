@@ -64,6 +64,8 @@ VERTEX_TIE_ROUNDINGS = 16
 # within this many roundings of |direction|·size: `_refine` reads them at a normal it put on the side's
 # circle in another body's frame, through `Affine` maps (well inside the feature tolerances, 1e-6 and 1e-3).
 SIDE_TIE_ROUNDINGS = 1024
+# A map M is a similarity (MᵀM = s²I) where MᵀM is within this many roundings of s² of it.
+SIMILARITY_ROUNDINGS = 16
 # Separating-axis values of two boxes that tie within this many roundings of the pair's lengths.
 BOX_AXIS_ROUNDINGS = 32
 # A support point within this many roundings of the polytope's extent of a face's plane does not see it.
