@@ -160,7 +160,9 @@ def _axial_end(direction, half_length, hint=None):
     on the hint's side."""
     upward = direction[2] >= 0
     if hint is not None:
-        upward = jnp.where(_side_tied(2 * direction[2], direction, half_length), hint[2] >= 0, upward)
+        # The ends' values along the direction differ by 2 · half_length · z.
+        tied = _side_tied(2 * half_length * direction[2], direction, half_length)
+        upward = jnp.where(tied, hint[2] >= 0, upward)
     return jnp.where(upward, half_length, -half_length)
 
 
