@@ -35,7 +35,7 @@ from ._minkowski import RelativePair
 from ._result import Simplex
 from ._simplex import face_weights
 from ._tolerance import MAX_STEP, NEWTON_STEPS, REFINE_ACCEPT_ROUNDINGS, SIMILARITY_ROUNDINGS, epsilon
-from ._vector import select, unit_vector
+from ._vector import cofactor_matrix, select, unit_vector
 
 
 @pytree_dataclass
@@ -186,8 +186,9 @@ def _onto_circle(direction, axis, height, linear):
     (the nearest point itself where `linear` is orthogonal), a smooth retraction onto the curve."""
     inner = linear.T @ direction
     across = unit_vector(inner - jnp.dot(inner, axis) * axis)
-    return unit_vector(jnp.linalg.solve(linear.T, height * axis + jnp.sqrt(jnp.maximum(1 - height**2, 0))
-                                        * across))
+    on = height * axis + jnp.sqrt(jnp.maximum(1 - height**2, 0)) * across
+    cofactor, determinant = cofactor_matrix(linear)
+    return unit_vector(determinant * (cofactor @ on))  # linear⁻ᵀ on, times det² > 0
 
 
 def _circle_normal(direction, axis, height, linear):
@@ -196,16 +197,25 @@ def _circle_normal(direction, axis, height, linear):
     return linear @ (axis - height * unit_vector(linear.T @ direction))
 
 
-def _curve_bend(direction, tangent, circle):
-    """−γ''(0) (3,) of γ(s) = `_onto_circle`(direction + s · tangent, *circle), which moves along the
-    curve at unit speed where `direction` (3,) is on it and `tangent` (3,) its unit tangent:
-    (n − c k) / (1 − c²) on a circle of height c about k."""
-    def velocity(step):
-        return jax.jvp(lambda s: _onto_circle(direction + s * tangent, *circle), (step,),
-                       (jnp.ones_like(step),))[1]
-
-    zero = jnp.zeros((), direction.dtype)
-    return -jax.jvp(velocity, (zero,), (jnp.ones_like(zero),))[1]
+def _curve_bend(direction, axis, height, linear):
+    """−γ'' (3,) at `direction` (3,), a point of the curve n(θ) = unit(linear⁻ᵀ u(θ)) for u(θ) on the
+    circle {u unit : u·axis = height}, in the units of a unit-speed step (n_θθ / |n_θ|²: the Newton step
+    along the curve is the same in any parametrisation): (n − c k) / (1 − c²) on a circle. Closed form:
+    with v = det² linear⁻ᵀ u (a positive multiple) and r = |v|, n_θ = (v_θ − n r_θ) / r and n_θθ =
+    (v_θθ − n r_θθ) / r − 2 n_θ r_θ / r, where u_θ = k × (u − c k) and u_θθ = −(u − c k)."""
+    cofactor, determinant = cofactor_matrix(linear)
+    inner = unit_vector(linear.T @ direction)
+    radial = inner - height * axis
+    v, v_1, v_2 = (determinant * (cofactor @ x) for x in (inner, jnp.cross(axis, radial), -radial))
+    r = jnp.linalg.norm(v)
+    safe_r = jnp.where(r > 0, r, 1)
+    n = v / safe_r
+    r_1 = jnp.dot(n, v_1)
+    n_1 = (v_1 - n * r_1) / safe_r
+    r_2 = jnp.dot(n_1, v_1) + jnp.dot(n, v_2)
+    n_2 = (v_2 - n * r_2) / safe_r - 2 * n_1 * r_1 / safe_r
+    speed_sq = jnp.dot(n_1, n_1)
+    return -n_2 / jnp.where(speed_sq > 0, speed_sq, 1)
 
 
 def _plain_circle(axis, height, linear):
@@ -324,7 +334,7 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     def inverse_hessian(direction, value, curvature, g):
         """Tangent basis T (3, 2), H⁻¹ (2, 2) in it, and whether H is negative definite (a maximum)."""
         basis = tangent_basis(direction)
-        bend = jnp.dot(_curve_bend(direction, basis[:, 0], circle), value)
+        bend = jnp.dot(_curve_bend(direction, *circle), value)
         return (basis,) + _inverse_hessian(curvature, g, on_circle, bend)
 
     def newton_step(direction, value, curvature, g):

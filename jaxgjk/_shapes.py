@@ -20,7 +20,7 @@ from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
 from ._tolerance import SIDE_TIE_ROUNDINGS, VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
-from ._vector import dot, first_argmax, first_argmin, select, unit_vector
+from ._vector import cofactor_matrix, dot, first_argmax, first_argmin, select, unit_vector
 
 
 class Shape(abc.ABC):
@@ -492,19 +492,19 @@ class Affine(Shape):
         return self.linear @ self.shape.support(self.linear.T @ direction) + self.offset
 
     def core_support_near(self, direction, hint):
-        # The shape breaks its ties towards the hint's preimage (a singular map has none: no hint).
+        # The shape breaks its ties towards the hint's preimage (a singular map has none: any hint
+        # still gives a support point).
         inner_direction = self.linear.T @ direction
-        invertible, linear_safe = self._invertible()
-        inner_hint = jnp.linalg.solve(linear_safe, hint - self.offset)
-        inner = (self.shape.core_support_near(inner_direction, inner_hint)
+        inverse_transpose, _ = self._inverse_transpose()
+        inner = (self.shape.core_support_near(inner_direction, inverse_transpose.T @ (hint - self.offset))
                  + self.shape.margin() * unit_vector(inner_direction))
-        return jnp.where(invertible, self.linear @ inner + self.offset, self.core_support(direction))
+        return self.linear @ inner + self.offset
 
-    def _invertible(self):
-        """() bool whether `linear` is invertible, and `linear` there, the identity elsewhere (a safe
-        matrix to solve with, no NaN)."""
-        invertible = jnp.linalg.det(self.linear) != 0
-        return invertible, jnp.where(invertible, self.linear, jnp.eye(3, dtype=self.linear.dtype))
+    def _inverse_transpose(self):
+        """`linear`⁻ᵀ (3, 3), zero where `linear` is singular, and () bool whether it is invertible."""
+        cofactor, determinant = cofactor_matrix(self.linear)
+        invertible = determinant != 0
+        return jnp.where(invertible, cofactor / jnp.where(invertible, determinant, 1), 0), invertible
 
     def core_feature(self, direction, relative_tolerance):
         # An invertible map sends the face exposed by Lᵀd to the face exposed by d.
@@ -522,14 +522,12 @@ class Affine(Shape):
         # The shape's turn r at Lᵀd, brought to d's side: Lᵀ(d ± t) = Lᵀd ± r. A margin turns with it:
         # d ± t then exposes only near the ends of a rounded side (`_refine` holds them by ties).
         inner = self.shape.core_ruling(self.linear.T @ direction, relative_tolerance)
-        invertible, linear_safe = self._invertible()
-        return jnp.where(invertible, jnp.linalg.solve(linear_safe.T, inner), 0)
+        return self._inverse_transpose()[0] @ inner
 
     def core_side_normals(self):
         # d exposes a side where Lᵀd does on the shape: the shape's circle, seen through L as well.
         axis, height, linear = self.shape.core_side_normals()
-        invertible, _ = self._invertible()
-        return jnp.where(invertible, axis, 0), height, self.linear @ linear
+        return jnp.where(self._inverse_transpose()[1], axis, 0), height, self.linear @ linear
 
     def center(self):
         return self.linear @ self.shape.center() + self.offset

@@ -71,3 +71,13 @@ def perpendicular(axis):
     component)."""
     helper = jnp.eye(3, dtype=axis.dtype)[jnp.argmin(jnp.abs(axis))]
     return unit_vector(jnp.cross(axis, helper))
+
+
+def cofactor_matrix(matrix):
+    """The cofactor matrix (3, 3) of `matrix` (3, 3), det · matrix⁻ᵀ (its columns are cross products
+    of the matrix's columns), and the determinant (): in closed form, where `jnp.linalg` would make a
+    LAPACK call per lane (on XLA:CPU, one inside a vmapped loop over 65 536 lanes deadlocked)."""
+    columns = matrix.T
+    cofactor = jnp.stack([jnp.cross(columns[1], columns[2]), jnp.cross(columns[2], columns[0]),
+                          jnp.cross(columns[0], columns[1])], axis=1)
+    return cofactor, jnp.dot(columns[0], cofactor[:, 0])
