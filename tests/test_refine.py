@@ -396,3 +396,21 @@ def test_rounded_packed_flat_core_against_a_curved_one_gradients_are_the_exact_n
     radii = jnp.full(len(normals), radius)
     _check_against_exact(normals, labels, jg.Rounded(jg.pack(shapes_a, dtype=np.float64), radii),
                          jg.Rounded(_stack(shapes_b), radii), _stack(poses_a), _stack(poses_b))
+
+
+def test_refined_kernel_makes_no_library_calls():
+    """The refinement runs per lane inside vmapped loops: a `jnp.linalg` call there lowers to a LAPACK
+    custom call per lane, which deadlocked a 65 536-pair `distance` kernel on XLA:CPU. The lowered
+    vmapped gradient of a pair of `Affine` images with straight sides (a cone, a capsule: the map's
+    inverse is used) has no custom call at all."""
+    linear = jnp.diag(jnp.array([1.0, 2.0, 1.0]))
+    a = jg.Affine(jg.Cone(jnp.asarray(0.4), jnp.asarray(0.3)), linear, jnp.zeros(3))
+    b = jg.Affine(jg.Capsule(jnp.asarray(0.2), jnp.asarray(0.4)), linear, jnp.zeros(3))
+    pose_a = jg.Pose(jnp.zeros(3), jnp.array([1.0, 0, 0, 0]))
+
+    def gradient(pose_b):
+        return jax.value_and_grad(lambda translation: jg.signed_distance(
+            a, pose_a, b, jg.Pose(translation, pose_b.rotation)).distance)(pose_b.translation)
+
+    poses_b = jg.Pose(jnp.zeros((4, 3)), jnp.tile(jnp.array([1.0, 0, 0, 0]), (4, 1)))
+    assert "custom_call" not in jax.jit(jax.vmap(gradient)).lower(poses_b).as_text()
