@@ -88,6 +88,9 @@ MAX_STEP = 0.25  # radians; a refinement step further than this is cut to it (a 
 # On the CPU a vmapped signed query runs EPA on its overlapping pairs, this many at a time
 # (`_gate.where_active`).
 CPU_EPA_CHUNK = 2048
+# On the CPU a vmapped GJK loop runs with the batch as its last axis in groups of this many lanes
+# (`_gjk._iterate`): a group's state stays in cache across its steps.
+CPU_GJK_CHUNK = 4096
 
 
 def touching_resolution(scale):

@@ -19,14 +19,35 @@ def dot(a, b):
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
+def leading_dot(a, b):
+    """Dot products of the 3-vectors `a` and `b` (3, ...) over their first axis: (...). The layout of
+    loops whose batch trails (`_gjk`)."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
 def first_argmax(values):
-    """Index () int32 of the first largest entry of `values` (N,); 0 where none compares equal to the
-    maximum (a NaN entry). As `jnp.argmax` on finite values, but written as two plain reductions (max,
-    then min of the matching indices): XLA:CPU runs argmax's (value, index) reduction an order of
-    magnitude slower, and a polytope's support is one argmax over its vertices."""
+    """Index (...) int32 of the first largest entry of `values` (N, ...) along its first axis; 0 where
+    none compares equal to the maximum (a NaN entry). As `jnp.argmax(values, axis=0)` on finite values,
+    but written as two plain reductions (max, then min of the matching indices): XLA:CPU runs argmax's
+    (value, index) reduction an order of magnitude slower, and a polytope's support is one argmax over
+    its vertices."""
     size = values.shape[0]
-    first = jnp.min(jnp.where(values == jnp.max(values), jnp.arange(size, dtype=jnp.int32), size))
+    index = jnp.arange(size, dtype=jnp.int32).reshape((size,) + (1,) * (values.ndim - 1))
+    first = jnp.min(jnp.where(values == jnp.max(values, axis=0), index, size), axis=0)
     return jnp.where(first < size, first, 0)
+
+
+def take_first_axis(rows, index):
+    """`rows` (K, ...) at `index` along the first axis, where `index` has the shape of `rows`' trailing
+    axes (a batch after each row's own axes: rows (K, *E, *B), index (*B) gives (*E, *B)).
+
+    A one-hot choice (exact: every other row is replaced by zero, or False), so the batch may trail,
+    as in the batch-last loops (`_gjk`), where a gather per lane would be slow.
+    """
+    onehot = jnp.arange(rows.shape[0]).reshape((-1,) + (1,) * (jnp.ndim(rows) - 1)) == index
+    if jnp.result_type(rows) == jnp.bool_:
+        return jnp.any(onehot & rows, axis=0)
+    return jnp.sum(jnp.where(onehot, rows, 0), axis=0)
 
 
 def select(conditions, choices, default=0):
@@ -41,7 +62,8 @@ def select(conditions, choices, default=0):
 
 
 def first_argmin(values):
-    """Index () int32 of the first least entry of `values` (N,) (`first_argmax` of the negation)."""
+    """Index (...) int32 of the first least entry of `values` (N, ...) along its first axis
+    (`first_argmax` of the negation)."""
     return first_argmax(-values)
 
 

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
+import jaxgjk._gjk
 import jaxgjk._solve
 
 
@@ -53,11 +54,13 @@ def test_chunked_equals_unchunked_and_self_pairs_respect_the_mask(rng):
     np.testing.assert_array_equal(intersecting, whole.distance[index_a, index_b] <= 0)
 
 
-def test_epa_on_overlapping_lanes_under_vmap_equals_one_pair_queries(rng, monkeypatch):
-    # On the CPU a vmapped signed query runs EPA on the overlapping lanes only, `_solve.CPU_EPA_CHUNK`
-    # at a time (`_gate.where_active`): the statuses, values and gradients of one-pair queries.
+def test_loops_in_groups_under_vmap_equal_one_pair_queries(rng, monkeypatch):
+    # On the CPU a vmapped query runs GJK batch-last in groups of `_gjk.CPU_GJK_CHUNK` lanes (the last
+    # group padded) and EPA on the overlapping lanes only, `_solve.CPU_EPA_CHUNK` at a time
+    # (`_gate.where_active`): the statuses, iterations, values and gradients of one-pair queries.
     monkeypatch.setattr(jaxgjk._solve, "CPU_EPA_CHUNK", 4)
-    jax.clear_caches()  # a query's traced program holds the constant: trace it again
+    monkeypatch.setattr(jaxgjk._gjk, "CPU_GJK_CHUNK", 4)
+    jax.clear_caches()  # a query's traced program holds the constants: trace it again
     boxes, poses = scene(rng, 13)
     ellipsoid = jg.Ellipsoid(jnp.asarray([0.5, 0.3, 0.4]))
     _, ellipsoid_poses = scene(rng, 13)
@@ -79,6 +82,7 @@ def test_epa_on_overlapping_lanes_under_vmap_equals_one_pair_queries(rng, monkey
     for i in range(13):
         result, gradient = single(one(boxes, i), poses.translation[i], poses.rotation[i], one(centres, i))
         assert int(batched.status[i]) == int(result.status)
+        assert int(batched.iterations[i]) == int(result.iterations)
         penetrating += int(result.status) == jg.Status.PENETRATING
         np.testing.assert_allclose(batched.distance[i], result.distance, rtol=0, atol=1e-12)
         np.testing.assert_allclose(batched.normal[i], result.normal, rtol=0, atol=1e-12)
