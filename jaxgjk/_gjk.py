@@ -1,9 +1,11 @@
 """GJK distance on the Minkowski difference of two cores (Gilbert, Johnson, Keerthi 1988;
 van den Bergen 1999, "A fast and robust GJK implementation for collision detection of convex objects").
 
-One `lax.while_loop` with a hard iteration bound. Each step takes the support point w of D = B − A along
-−v, where v is the current closest point, tests termination, adds w to the simplex and replaces v by the
-closest point of the new simplex (`_simplex.closest_point`). Stopping tests, each a guarantee:
+One `lax.while_loop` with a hard iteration bound. Each step takes the support point w of D = B − A
+along −v, where v is the current closest point, tests termination, adds w to the simplex and replaces v
+by the closest point of the new simplex (`_simplex.closest_point`). The state carries any batch axes
+last, so the same step runs for one pair and, under `vmap` (`_iterate`), on contiguous lanes of a whole
+batch. Stopping tests, each a guarantee:
 - duality gap: ``|v|² − v·w ≤ tol·|v|·max|w|`` gives ``|v| − d ≤ tol·max|w|`` since v·w/|v| ≤ d ≤ |v|;
 - repeated support point or no decrease of |v|: no further progress is possible in this precision;
 - the simplex encloses the origin, or |v| ≤ eps max|w|: the cores intersect or touch;
