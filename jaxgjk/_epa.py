@@ -38,7 +38,7 @@ from ._tolerance import (
     epsilon,
     power_of_two_scale,
 )
-from ._vector import dot, first_argmin, largest_abs, perpendicular, select, unit_vector
+from ._vector import dot, first_argmin, largest_abs, perpendicular, select, triple_product, unit_vector
 
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
@@ -203,7 +203,7 @@ def _add_folded_faces(sees, state: EPAState, corners, w, holds_w, rings: int = E
     growing the horizon past any size.
     """
     edges = corners[:, _NEXT] - corners
-    inside = dot(jnp.cross(edges, w - corners), state.normals[:, None, :]) > 0
+    inside = triple_product(state.normals[:, None, :], edges, w - corners) > 0
     for _ in range(rings):
         sees = sees | (holds_w & jnp.any(sees[state.adjacency] & inside, axis=-1))
     return sees

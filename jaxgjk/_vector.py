@@ -19,6 +19,15 @@ def dot(a, b):
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
+def triple_product(a, b, c):
+    """a · (b × c) of the 3-vectors `a`, `b`, `c` (..., 3): (...). Written per component (in the
+    order of `jnp.cross` then `dot`, so bit for bit theirs): `jnp.cross` transposes and concatenates
+    its operands, which XLA:CPU does not fuse into the loop around it."""
+    return (a[..., 0] * (b[..., 1] * c[..., 2] - b[..., 2] * c[..., 1])
+            + a[..., 1] * (b[..., 2] * c[..., 0] - b[..., 0] * c[..., 2])
+            + a[..., 2] * (b[..., 0] * c[..., 1] - b[..., 1] * c[..., 0]))
+
+
 def leading_dot(a, b):
     """Dot products of the 3-vectors `a` and `b` (3, ...) over their first axis: (...). The layout of
     loops whose batch trails (`_gjk`)."""
