@@ -53,6 +53,56 @@ def update_rows(active, compute, operands, outputs, capacity: int):
     return jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), outputs))[1]
 
 
+def with_batch_rule(one_pair, batched, operands):
+    """`one_pair(operands)` (a pytree of one pair's arrays), whose `vmap` runs
+    `batched(axis_size, operands, flags)` instead (`jax.custom_batching.custom_vmap`): `flags` has the
+    structure of `operands` with a bool per leaf, whether it carries the batch axis (leading); `batched`
+    returns the outputs with the batch axis leading on every leaf. A `vmap` over no batched operand
+    (a forward-mode rule's) runs `one_pair`.
+    """
+    # On the flat leaves: `custom_vmap`'s forward-mode rule fails on None subtrees (jax #9066).
+    leaves, tree = jax.tree_util.tree_flatten(operands)
+
+    def flat_one_pair(*leaves):
+        return one_pair(jax.tree_util.tree_unflatten(tree, leaves))
+
+    wrapped = jax.custom_batching.custom_vmap(flat_one_pair)
+
+    @wrapped.def_vmap
+    def rule(axis_size, in_batched, *leaves):
+        if not any(in_batched):  # the same pair in every lane
+            outputs = flat_one_pair(*leaves)
+            return outputs, jax.tree_util.tree_map(lambda _: False, outputs)
+        outputs = batched(axis_size, jax.tree_util.tree_unflatten(tree, leaves),
+                          jax.tree_util.tree_unflatten(tree, in_batched))
+        return outputs, jax.tree_util.tree_map(lambda _: True, outputs)
+
+    return wrapped(*leaves)
+
+
+def broadcast_lanes(tree, flags, axis_size: int):
+    """`tree` with the batch axis (leading, `axis_size`) on every leaf: those not batched (`flags`, a
+    bool per leaf) broadcast."""
+    return jax.tree_util.tree_map(
+        lambda leaf, batched: leaf if batched else jnp.broadcast_to(leaf, (axis_size,) + jnp.shape(leaf)),
+        tree, flags)
+
+
+def split_shared(tree, flags):
+    """The batched leaves of `tree` (a list, in order; `flags` a bool per leaf) and `rebuild`, which
+    makes the tree again from such a list (a row of it, or a group of rows) and the shared leaves:
+    shared operands (a robot's hulls) stay out of gathered or grouped rows."""
+    leaves, definition = jax.tree_util.tree_flatten(tree)
+    leaf_flags = jax.tree_util.tree_leaves(flags)
+
+    def rebuild(rows):
+        rows = iter(rows)
+        return jax.tree_util.tree_unflatten(definition, [
+            next(rows) if batched else leaf for leaf, batched in zip(leaves, leaf_flags, strict=True)])
+
+    return [leaf for leaf, batched in zip(leaves, leaf_flags, strict=True) if batched], rebuild
+
+
 def where_active(active, compute, operands, outputs, capacity: int):
     """One pair's `compute(operands)` where `active` (() bool), else `outputs` (a pytree of its
     structure). Under `vmap` it becomes `update_rows` over the batch (`jax.custom_batching.custom_vmap`):
@@ -61,43 +111,15 @@ def where_active(active, compute, operands, outputs, capacity: int):
     derivatives and nested `vmap` as a plain `vmap`; no reverse mode (a while loop, as `update_rows`):
     primal work, such as a query's loops under its custom JVP.
     """
-    # On the flat leaves: `custom_vmap`'s forward-mode rule fails on None subtrees (jax #9066).
-    leaves, tree = jax.tree_util.tree_flatten((active, operands, outputs))
-
-    def one_pair(*leaves):
-        active, operands, outputs = jax.tree_util.tree_unflatten(tree, leaves)
+    def one_pair(operands):
+        active, operands, outputs = operands
         return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), compute(operands),
                                       outputs)
 
-    wrapped = jax.custom_batching.custom_vmap(one_pair)
+    def batched(axis_size, operands, flags):
+        (active, operands, outputs), (active_flag, operand_flags, output_flags) = operands, flags
+        rows, rebuild = split_shared(operands, operand_flags)
+        return update_rows(broadcast_lanes(active, active_flag, axis_size), lambda row: compute(rebuild(row)),
+                           rows, broadcast_lanes(outputs, output_flags, axis_size), capacity)
 
-    @wrapped.def_vmap
-    def rule(axis_size, in_batched, *leaves):
-        if not any(in_batched):  # the same pair in every lane (a forward-mode rule's)
-            outputs = one_pair(*leaves)
-            return outputs, jax.tree_util.tree_map(lambda _: False, outputs)
-        active, operands, outputs = jax.tree_util.tree_unflatten(tree, leaves)
-        batched_active, batched_operands, batched_outputs = jax.tree_util.tree_unflatten(tree, in_batched)
-
-        def lanes(tree_, batched_):  # every leaf with the batch axis (shared ones broadcast: small)
-            def broadcast(leaf, batched):
-                return leaf if batched else jnp.broadcast_to(leaf, (axis_size,) + jnp.shape(leaf))
-
-            return jax.tree_util.tree_map(broadcast, tree_, batched_)
-
-        # Operands shared by the batch (a robot's hulls) stay out of the gathered rows.
-        operand_leaves, operand_tree = jax.tree_util.tree_flatten(operands)
-        operand_flags = jax.tree_util.tree_leaves(batched_operands)
-
-        def compute_row(row):
-            row = iter(row)
-            return compute(jax.tree_util.tree_unflatten(operand_tree, [
-                next(row) if batched else leaf
-                for leaf, batched in zip(operand_leaves, operand_flags, strict=True)]))
-
-        rows = [leaf for leaf, batched in zip(operand_leaves, operand_flags, strict=True) if batched]
-        outputs = update_rows(lanes(active, batched_active), compute_row, rows,
-                              lanes(outputs, batched_outputs), capacity)
-        return outputs, jax.tree_util.tree_map(lambda _: True, outputs)
-
-    return wrapped(*leaves)
+    return with_batch_rule(one_pair, batched, (active, operands, outputs))

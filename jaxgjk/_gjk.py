@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
+from ._gate import broadcast_lanes, split_shared, with_batch_rule
 from ._minkowski import RelativePair, SupportPoint
 from ._result import RUNNING, Simplex, Status
 from ._simplex import closest_point
@@ -168,49 +169,31 @@ def _iterate(pair: RelativePair, state: GJKState, separation_bound, contact_boun
     than the batch-major layout `vmap` gives), on the CPU in groups of `CPU_GJK_CHUNK` lanes that stay
     in cache, each group as long as its slowest pair. The supports are evaluated per pair (`vmap`).
     Primal work only (a while loop): the queries' tangent rules never differentiate it."""
-    # On the flat leaves: `custom_vmap`'s forward-mode rule fails on None subtrees (jax #9066).
-    leaves, tree = jax.tree_util.tree_flatten((pair, state, separation_bound, contact_bound))
-
-    def one_pair(*leaves):
-        pair, state, separation_bound, contact_bound = jax.tree_util.tree_unflatten(tree, leaves)
+    def one_pair(operands):
+        pair, state, separation_bound, contact_bound = operands
         return _loop(pair.support, state, separation_bound, contact_bound, max_iterations, tolerance)
 
-    wrapped = jax.custom_batching.custom_vmap(one_pair)
-
-    @wrapped.def_vmap
-    def rule(axis_size, in_batched, *leaves):
-        if not any(in_batched):  # the same pair in every lane (a forward-mode rule's)
-            outputs = one_pair(*leaves)
-            return outputs, jax.tree_util.tree_map(lambda _: False, outputs)
-        pair, *lanes = jax.tree_util.tree_unflatten(tree, leaves)
-        pair_batched, *lanes_batched = jax.tree_util.tree_unflatten(tree, in_batched)
-        # The pair's shared leaves (a robot's hulls) stay shared; every other leaf gets the batch axis.
-        lanes = jax.tree_util.tree_map(
-            lambda leaf, batched: leaf if batched else jnp.broadcast_to(leaf, (axis_size,) + jnp.shape(leaf)),
-            lanes, lanes_batched)
-        pair_leaves, pair_tree = jax.tree_util.tree_flatten(pair)
-        pair_flags = jax.tree_util.tree_leaves(pair_batched)
-        axes = jax.tree_util.tree_unflatten(pair_tree, [0 if batched else None for batched in pair_flags])
+    def batched(axis_size, operands, flags):
+        (pair, *lanes), (pair_flags, *lane_flags) = operands, flags
+        lanes = broadcast_lanes(lanes, lane_flags, axis_size)
+        pair_rows, rebuild = split_shared(pair, pair_flags)
+        axes = jax.tree_util.tree_map(lambda batched: 0 if batched else None, pair_flags)
         support = jax.vmap(RelativePair.support, in_axes=(axes, 1), out_axes=1)
 
         def group(rows):  # the pair's batched leaves and `lanes`, batch first
             pair_rows, lanes = rows
-            pair_rows = iter(pair_rows)
-            pair = jax.tree_util.tree_unflatten(pair_tree, [
-                next(pair_rows) if batched else leaf
-                for leaf, batched in zip(pair_leaves, pair_flags, strict=True)])
+            pair = rebuild(pair_rows)
             state, separation_bound, contact_bound = jax.tree_util.tree_map(
                 lambda leaf: jnp.moveaxis(leaf, 0, -1), lanes)
             state = _loop(lambda direction: support(pair, direction), state, separation_bound,
                           contact_bound, max_iterations, tolerance)
             return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, -1, 0), state)
 
-        rows = ([leaf for leaf, batched in zip(pair_leaves, pair_flags, strict=True) if batched], lanes)
         chunk = CPU_GJK_CHUNK if jax.default_backend() == "cpu" else axis_size
-        outputs = group(rows) if axis_size <= chunk else _in_groups(group, rows, axis_size, chunk)
-        return outputs, jax.tree_util.tree_map(lambda _: True, outputs)
+        rows = (pair_rows, lanes)
+        return group(rows) if axis_size <= chunk else _in_groups(group, rows, axis_size, chunk)
 
-    return wrapped(*leaves)
+    return with_batch_rule(one_pair, batched, (pair, state, separation_bound, contact_bound))
 
 
 def _in_groups(compute, rows, size: int, group: int):
