@@ -26,12 +26,13 @@ def compute_where(active, compute, operands):
     return jax.lax.while_loop(lambda carry: carry[0], body, (jnp.asarray(active), operands, zeros))[2]
 
 
-def update_rows(active, compute, operands, outputs, capacity: int):
+def update_rows(active, compute_rows, operands, outputs, capacity: int):
     """`outputs` (a pytree, leading axis T on every leaf) with each row where `active` (T,) bool replaced
-    by `compute` of that row of `operands` (a pytree, leading axis T): `compute` maps one row's operands
-    to one row of `outputs`.
+    by what `compute_rows` gives for that row of `operands` (a pytree, leading axis T): `compute_rows`
+    maps a group of rows of the operands (leading axis `capacity`) to the same rows of `outputs` (a
+    one-row function under `jax.vmap`, or a loop written for a batch, as GJK's).
 
-    The active rows are gathered `capacity` at a time and `compute` runs vmapped on those lanes only, in
+    The active rows are gathered `capacity` at a time and `compute_rows` runs on those lanes only, in
     a loop of ceil(count / capacity) trips (none where no row is active). Under an outer `vmap` the loop
     runs as many trips as the batch's busiest member needs. Lanes past the last active row recompute the
     last row and are dropped. Not differentiable (a while loop): use it for primal work only.
@@ -44,7 +45,7 @@ def update_rows(active, compute, operands, outputs, capacity: int):
         start, outputs = carry
         rows = jax.lax.dynamic_slice(order, (start,), (capacity,))
         taken = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(rows, size - 1)], operands)
-        computed = jax.vmap(compute)(taken)
+        computed = compute_rows(taken)
         outputs = jax.tree_util.tree_map(lambda out, new: out.at[rows].set(new, mode="drop"), outputs,
                                          computed)
         return start + capacity, outputs
@@ -119,7 +120,8 @@ def where_active(active, compute, operands, outputs, capacity: int):
     def batched(axis_size, operands, flags):
         (active, operands, outputs), (active_flag, operand_flags, output_flags) = operands, flags
         rows, rebuild = split_shared(operands, operand_flags)
-        return update_rows(broadcast_lanes(active, active_flag, axis_size), lambda row: compute(rebuild(row)),
-                           rows, broadcast_lanes(outputs, output_flags, axis_size), capacity)
+        return update_rows(broadcast_lanes(active, active_flag, axis_size),
+                           jax.vmap(lambda row: compute(rebuild(row))), rows,
+                           broadcast_lanes(outputs, output_flags, axis_size), capacity)
 
     return with_batch_rule(one_pair, batched, (active, operands, outputs))

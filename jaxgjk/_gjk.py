@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
-from ._gate import broadcast_lanes, split_shared, with_batch_rule
+from ._gate import broadcast_lanes, split_shared, update_rows, with_batch_rule
 from ._minkowski import RelativePair, SupportPoint
 from ._result import RUNNING, Simplex, Status
 from ._simplex import closest_point
@@ -180,7 +180,7 @@ def _iterate(pair: RelativePair, state: GJKState, separation_bound, contact_boun
         axes = jax.tree_util.tree_map(lambda batched: 0 if batched else None, pair_flags)
         support = jax.vmap(RelativePair.support, in_axes=(axes, 1), out_axes=1)
 
-        def group(rows):  # the pair's batched leaves and `lanes`, batch first
+        def group(rows):  # a group of the pair's batched leaves and of `lanes`, batch first
             pair_rows, lanes = rows
             pair = rebuild(pair_rows)
             state, separation_bound, contact_bound = jax.tree_util.tree_map(
@@ -190,24 +190,9 @@ def _iterate(pair: RelativePair, state: GJKState, separation_bound, contact_boun
             return jax.tree_util.tree_map(lambda leaf: jnp.moveaxis(leaf, -1, 0), state)
 
         chunk = CPU_GJK_CHUNK if jax.default_backend() == "cpu" else axis_size
-        rows = (pair_rows, lanes)
-        return group(rows) if axis_size <= chunk else _in_groups(group, rows, axis_size, chunk)
+        return update_rows(jnp.ones(axis_size, bool), group, (pair_rows, lanes), lanes[0], chunk)
 
     return with_batch_rule(one_pair, batched, (pair, state, separation_bound, contact_bound))
-
-
-def _in_groups(compute, rows, size: int, group: int):
-    """`compute(rows)` (leading axis `size` on every leaf of `rows` and of the result) as a `lax.map`
-    over groups of `group` rows; the last group is padded with copies of the last row."""
-    count = -(-size // group)
-
-    def split(leaf):
-        padding = jnp.broadcast_to(leaf[-1:], (count * group - size,) + leaf.shape[1:])
-        return jnp.concatenate([leaf, padding]).reshape((count, group) + leaf.shape[1:])
-
-    computed = jax.lax.map(compute, jax.tree_util.tree_map(split, rows))
-    return jax.tree_util.tree_map(lambda leaf: leaf.reshape((count * group,) + leaf.shape[2:])[:size],
-                                  computed)
 
 
 def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,

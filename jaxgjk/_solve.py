@@ -386,7 +386,7 @@ def solve_signed_rows(config: Config, shapes_a, poses_a, shapes_b, poses_b, epa_
         lambda p: core_contact(config, QueryMode.SIGNED, p, None, None))(prepared)
     if loops is not None:
         contact = update_rows(contact.status == Status.INTERSECTING,
-                              lambda operands: epa_contact(config, *operands), (loops, contact), contact,
-                              epa_capacity)
+                              jax.vmap(lambda operands: epa_contact(config, *operands)), (loops, contact),
+                              contact, epa_capacity)
     return jax.vmap(lambda *stages: finished(config, QueryMode.SIGNED, *stages, None))(prepared, loops,
                                                                                       contact, response)
