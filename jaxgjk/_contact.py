@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._result import Simplex
+from ._vector import combine
 
 
 class QueryMode(enum.Enum):
@@ -63,4 +64,4 @@ class Contact:
 
 def simplex_witnesses(simplex: Simplex):
     """The core witness points (A's frame, B's frame) (3,) each: the simplex's weighted points."""
-    return simplex.weights @ simplex.points_a, simplex.weights @ simplex.points_b
+    return combine(simplex.weights, simplex.points_a), combine(simplex.weights, simplex.points_b)

@@ -15,7 +15,7 @@ import enum
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
-from ._vector import dot, first_argmax, largest_abs
+from ._vector import dot, first_argmax, largest_abs, leading_max
 
 # How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
 MAX_FEATURE_VERTICES = 4
@@ -78,10 +78,10 @@ def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature
 def exposed_vertices(vertices, mask, direction, relative_tolerance):
     """Which of `vertices` (N, 3) under `mask` (N,) lie within ``relative_tolerance · max|coordinate|``
     of the largest ``dot(direction, vertex)``: (N,) bool, and that length tolerance ()."""
-    size = jnp.max(jnp.where(mask, largest_abs(vertices), 0))
+    size = leading_max(jnp.where(mask, largest_abs(vertices), 0))
     tolerance = relative_tolerance * size
     heights = jnp.where(mask, dot(vertices, direction), -jnp.inf)
-    return mask & (heights >= jnp.max(heights) - tolerance), tolerance
+    return mask & (heights >= leading_max(heights) - tolerance), tolerance
 
 
 def exposed_span(vertices, exposed, tolerance):

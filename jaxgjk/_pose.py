@@ -6,13 +6,14 @@ import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._tolerance import float_dtype, tiny
+from ._vector import dot, rotate
 
 
 def _quaternion_multiply(p, q):
     """Hamilton product p ⊗ q of (..., 4) quaternions in (w, x, y, z) order."""
     pw, pv = p[..., :1], p[..., 1:]
     qw, qv = q[..., :1], q[..., 1:]
-    w = pw * qw - jnp.sum(pv * qv, axis=-1, keepdims=True)
+    w = pw * qw - dot(pv, qv)[..., None]
     v = pw * qv + qw * pv + jnp.cross(pv, qv)
     return jnp.concatenate([w, v], axis=-1)
 
@@ -22,18 +23,13 @@ def normalized_quaternion(rotation):
 
     Returns (unit quaternion (..., 4), is_valid (...) bool: the input had a finite, non-zero norm).
     """
-    norm_sq = jnp.sum(rotation * rotation, axis=-1, keepdims=True)
+    norm_sq = (dot(rotation[..., :3], rotation[..., :3]) + rotation[..., 3] * rotation[..., 3])[..., None]
     is_valid = (norm_sq > tiny(rotation.dtype)) & jnp.isfinite(norm_sq)
     identity = jnp.zeros_like(rotation).at[..., 0].set(1)
     # Double where: the unused branch must not produce NaN in reverse mode.
     rotation_safe = jnp.where(is_valid, rotation, identity)
     norm_safe = jnp.sqrt(jnp.where(is_valid, norm_sq, 1))
     return rotation_safe / norm_safe, is_valid[..., 0]
-
-
-def _rotate(matrix, points):
-    """``matrix @ point`` for matrices (*, 3, 3) and points (..., 3), broadcasting leading axes."""
-    return jnp.einsum("...ij,...j->...i", matrix, points)
 
 
 def quaternion_to_matrix(quaternion):
@@ -162,13 +158,13 @@ class Pose:
 
     def apply(self, points):
         """Map local points (..., 3) to world coordinates."""
-        return _rotate(self.rotation_matrix(), points) + self.translation
+        return rotate(self.rotation_matrix(), points) + self.translation
 
     def inverse(self) -> Pose:
         """The pose mapping world to local coordinates."""
         unit = self.unit_rotation()
         conjugate = unit * jnp.array([1, -1, -1, -1], unit.dtype)
-        translation = -_rotate(quaternion_to_matrix(conjugate), self.translation)
+        translation = -rotate(quaternion_to_matrix(conjugate), self.translation)
         return Pose(translation, conjugate)
 
     def compose(self, other: Pose) -> Pose:

@@ -18,7 +18,7 @@ from ._contact import NormalKind
 from ._result import DistanceResult, Simplex
 from ._simplex import face_weights
 from ._solve import cast, solve, solve_signed_rows
-from ._vector import select, unit_vector
+from ._vector import combine, dot, rotate, rotate_back, select, unit_vector
 
 
 def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
@@ -47,26 +47,26 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     points_b = support_points(shape_b, pose_b, simplex.directions_b, simplex.points_b)
     differences = points_b - points_a
     weights = face_weights(differences, mask)
-    point_a, point_b = weights @ points_a, weights @ points_b
+    point_a, point_b = combine(weights, points_a), combine(weights, points_b)
     face_normal = unit_vector(jnp.cross(differences[1] - differences[0],
                                         differences[2] - differences[0]))
-    face_normal = face_normal * jnp.where(jnp.dot(face_normal, normal) < 0, -1, 1)
+    face_normal = face_normal * jnp.where(dot(face_normal, normal) < 0, -1, 1)
     # From a triangle the closest point is the projection along its normal, so the face normal is
     # that direction exactly, and stays well conditioned as the distance goes to 0 (float32 near
     # contact), where unit(point_b - point_a) divides rounding by the distance.
     closest_direction = unit_vector(point_b - point_a)  # B's point minus A's: −normal when overlapping
-    closest_direction = closest_direction * jnp.where(jnp.dot(closest_direction, normal) < 0, -1, 1)
+    closest_direction = closest_direction * jnp.where(dot(closest_direction, normal) < 0, -1, 1)
     from_closest = jnp.where(jnp.sum(mask) == 3, face_normal, closest_direction)
 
     moving_normal = select([normal_kind == NormalKind.FROM_CLOSEST, normal_kind == NormalKind.FROM_FACE],
                                [from_closest, face_normal], normal)
     if response is not None:
         def world_support(shape, pose, direction):
-            return pose.apply(shape.core_support(pose.rotation_matrix().T @ direction))
+            return pose.apply(shape.core_support(rotate_back(pose.rotation_matrix(), direction)))
 
         smooth = normal_kind == NormalKind.SMOOTH
-        smooth_normal = normal - response @ (world_support(shape_b, pose_b, -normal)
-                                             - world_support(shape_a, pose_a, normal))
+        smooth_normal = normal - rotate(response, world_support(shape_b, pose_b, -normal)
+                                        - world_support(shape_a, pose_a, normal))
         point_a = jnp.where(smooth, world_support(shape_a, pose_a, smooth_normal), point_a)
         point_b = jnp.where(smooth, world_support(shape_b, pose_b, -smooth_normal), point_b)
         moving_normal = jnp.where(smooth, smooth_normal, moving_normal)
@@ -76,7 +76,7 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     # every active vertex and the weights sum to 1), so it adds nothing, and a gradient of the
     # distance alone then skips `face_weights` and the normal.
     held = simplex.weights[order]
-    distance = jnp.dot(normal, held @ differences) - margin_a - margin_b
+    distance = dot(normal, combine(held, differences)) - margin_a - margin_b
     return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,
             moving_normal)
 

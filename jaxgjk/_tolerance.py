@@ -91,6 +91,10 @@ CPU_EPA_CHUNK = 2048
 # On the CPU a vmapped GJK loop runs with the batch as its last axis in groups of this many lanes
 # (`_gjk._iterate`): a group's state stays in cache across its steps.
 CPU_GJK_CHUNK = 4096
+# Reductions over at most this many entries of one pair's arrays (a box's corners) are written as a
+# chain of element-wise operations (`_vector.leading_max`): under vmap they become reductions over a
+# short trailing axis, which XLA:CPU hands to a library kernel behind copies.
+SHORT_REDUCTION = 8
 
 
 def touching_resolution(scale):

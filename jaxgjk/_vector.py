@@ -11,12 +11,44 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from ._tolerance import power_of_two_scale
+from ._tolerance import SHORT_REDUCTION, power_of_two_scale
 
 
 def dot(a, b):
     """Dot products of the 3-vectors `a` and `b` (..., 3) over their last axis: (...)."""
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
+def rotate(matrix, vectors):
+    """``matrix @ vector`` for matrices (..., 3, 3) and vectors (..., 3), broadcasting leading axes,
+    written per component (a sum of the matrix's columns): under vmap XLA:CPU runs small matrix
+    products in a library kernel (YNNPACK) behind transposes and copies, which cost more than a
+    closed-form collider's whole computation. The supports inside GJK's batch-last loop keep `@`:
+    there the library kernel measured faster (`_minkowski`)."""
+    return (matrix[..., 0] * vectors[..., 0:1] + matrix[..., 1] * vectors[..., 1:2]
+            + matrix[..., 2] * vectors[..., 2:3])
+
+
+def rotate_back(matrix, vectors):
+    """``matrix.T @ vector`` (``vector @ matrix``) for matrices (..., 3, 3) and vectors (..., 3), per
+    component as `rotate` (a sum of the matrix's rows)."""
+    return (matrix[..., 0, :] * vectors[..., 0:1] + matrix[..., 1, :] * vectors[..., 1:2]
+            + matrix[..., 2, :] * vectors[..., 2:3])
+
+
+def compose(a, b):
+    """The matrix product ``a @ b`` of (..., 3, 3) matrices, per component as `rotate`."""
+    return (a[..., :, 0:1] * b[..., 0:1, :] + a[..., :, 1:2] * b[..., 1:2, :]
+            + a[..., :, 2:3] * b[..., 2:3, :])
+
+
+def combine(weights, rows):
+    """``weights @ rows`` for weights (..., K) and rows (..., K, 3) with a short K (a simplex's four
+    vertices, a segment's two ends), written as K products and sums (see `rotate`)."""
+    total = weights[..., 0:1] * rows[..., 0, :]
+    for k in range(1, rows.shape[-2]):
+        total = total + weights[..., k:k + 1] * rows[..., k, :]
+    return total
 
 
 def triple_product(a, b, c):
@@ -44,6 +76,18 @@ def first_argmax(values):
     index = jnp.arange(size, dtype=jnp.int32).reshape((size,) + (1,) * (values.ndim - 1))
     first = jnp.min(jnp.where(values == jnp.max(values, axis=0), index, size), axis=0)
     return jnp.where(first < size, first, 0)
+
+
+def leading_max(values):
+    """The largest entry of `values` (N, ...) along its first axis: `jnp.max(values, axis=0)`, as a
+    chain of `maximum`s where N ≤ `SHORT_REDUCTION` (under vmap a reduction over a short axis runs in a
+    library kernel behind copies on XLA:CPU; the chain fuses into its neighbours)."""
+    if values.shape[0] > SHORT_REDUCTION:
+        return jnp.max(values, axis=0)
+    largest = values[0]
+    for row in values[1:]:
+        largest = jnp.maximum(largest, row)
+    return largest
 
 
 def take_first_axis(rows, index):
@@ -111,4 +155,4 @@ def cofactor_matrix(matrix):
     columns = matrix.T
     cofactor = jnp.stack([jnp.cross(columns[1], columns[2]), jnp.cross(columns[2], columns[0]),
                           jnp.cross(columns[0], columns[1])], axis=1)
-    return cofactor, jnp.dot(columns[0], cofactor[:, 0])
+    return cofactor, dot(columns[0], cofactor[:, 0])
