@@ -54,7 +54,7 @@ from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
 from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon
-from ._vector import dot, rotate, rotate_back, select, unit_vector
+from ._vector import dot, matvec, rmatvec, select, unit_vector
 
 # A rectangle's corners in cyclic order, as signs along its two axes.
 _RECTANGLE = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
@@ -86,7 +86,7 @@ def _separations(axes, rotation, translation, half_a, half_b):
     valid = length_sq > 0
     centre = dot(axes, translation)
     reach_a = dot(jnp.abs(axes), half_a)
-    reach_b = dot(jnp.abs(rotate_back(rotation, axes)), half_b)
+    reach_b = dot(jnp.abs(rmatvec(rotation, axes)), half_b)
     length = jnp.sqrt(jnp.where(valid, length_sq, 1))
     separation = jnp.where(valid, (jnp.abs(centre) - reach_a - reach_b) / length, -jnp.inf)
     return separation, jnp.where(centre >= 0, 1, -1).astype(translation.dtype)
@@ -133,7 +133,7 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
     # Q's edges (a point: one edge of length 0; an edge: two, there and back) clipped to F's face
     # rectangle, widened by the tolerance, in parameters [enter, leave] along them (Liang–Barsky).
     exists = jnp.stack([count >= 0, count >= 2, count >= 1, count >= 2])
-    start = rotate(rotation, corners) + translation
+    start = matvec(rotation, corners) + translation
     step = jnp.roll(start, -1, axis=0) - start
     bound = jnp.where(on_axis, jnp.inf, half_face + tolerance)
     moving = step != 0
@@ -148,7 +148,7 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
     # F's face corners whose projections along O's face normal fall inside Q (a face of O).
     face_corners = half_face * jnp.where(on_axis, sign, jnp.where(index == (axis + 1) % 3, pattern[:, :1],
                                                                    pattern[:, 1:]))
-    seen = rotate_back(rotation, face_corners - translation)
+    seen = rmatvec(rotation, face_corners - translation)
     within_q = ~free | (jnp.abs(seen) <= half_other + tolerance)
     inside = (count == 2) & within_q[:, 0] & within_q[:, 1] & within_q[:, 2]
     projected = jnp.where(free, jnp.clip(seen, -half_other, half_other), deepest * half_other)
@@ -161,8 +161,8 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
     point_other = jnp.where(found > 0, mean, deepest_corner)
     face_value = sign * half_face
     point_face = jnp.where(on_axis, face_value,
-                           jnp.clip(rotate(rotation, point_other) + translation, -half_face, half_face))
-    deepest_projected = jnp.where(on_axis, face_value, rotate(rotation, deepest_corner) + translation)
+                           jnp.clip(matvec(rotation, point_other) + translation, -half_face, half_face))
+    deepest_projected = jnp.where(on_axis, face_value, matvec(rotation, deepest_corner) + translation)
     face_slots = box_feature_simplex(deepest_projected, half_face, free=~on_axis & (half_face > 0))
     return point_face, point_other, face_slots, (deepest, deepest_corner)
 
@@ -178,14 +178,14 @@ def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal)
         return jnp.where(jnp.arange(3) == axis, jnp.asarray([[-1], [1]], direction.dtype), signs)
 
     directions_a = edge_directions(axis_a, normal)
-    directions_b = edge_directions(axis_b, -rotate_back(rotation, normal))
+    directions_b = edge_directions(axis_b, -rmatvec(rotation, normal))
     ends_a, ends_b = directions_a * half_a, directions_b * half_b
-    ends_b_in_a = rotate(rotation, ends_b) + translation
+    ends_b_in_a = matvec(rotation, ends_b) + translation
     # Lines a(s) = centre_a + s x, b(t) = centre_b + t y along unit x, y: with c = x × y, the closest
     # points are s = ((r × y)·c)/|c|², t = ((r × x)·c)/|c|² for r = centre_b − centre_a (no lengths
     # squared, so any scale is safe).
     along_a = (jnp.arange(3) == axis_a).astype(normal.dtype)
-    along_b = rotate(rotation, (jnp.arange(3) == axis_b).astype(normal.dtype))
+    along_b = matvec(rotation, (jnp.arange(3) == axis_b).astype(normal.dtype))
     cross = jnp.cross(along_a, along_b)
     cross_sq = dot(cross, cross)
     cross_sq_safe = jnp.where(cross_sq > 0, cross_sq, 1)
@@ -211,8 +211,8 @@ def _corner_contact(rotation, translation, half_a, half_b, edges_a):
     dtype = translation.dtype
     signs_a = jnp.asarray(_corner_signs(edges_a), dtype)
     signs_b = jnp.asarray(_corner_signs(_BOX_EDGES), dtype)
-    corners_a_in_b = rotate_back(rotation, signs_a * half_a - translation)
-    corners_b_in_a = rotate(rotation, signs_b * half_b) + translation
+    corners_a_in_b = rmatvec(rotation, signs_a * half_a - translation)
+    corners_b_in_a = matvec(rotation, signs_b * half_b) + translation
     gaps = jnp.concatenate([corners_a_in_b - jnp.clip(corners_a_in_b, -half_b, half_b),
                             corners_b_in_a - jnp.clip(corners_b_in_a, -half_a, half_a)])
     best = jnp.argmin(dot(gaps, gaps))
@@ -247,7 +247,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
     # The face contact, in the frame of the box holding the face: A (a box's first three axes) or B.
     on_a = face < face_count - 3
     rotation_f = jnp.where(on_a, rotation, rotation.T)
-    translation_f = jnp.where(on_a, translation, -rotate_back(rotation, translation))
+    translation_f = jnp.where(on_a, translation, -rmatvec(rotation, translation))
     half_f, half_o = jnp.where(on_a, half_a, half_b), jnp.where(on_a, half_b, half_a)
     face_sign = sign[face]
     point_f, point_o, face_slots, other_slot = _face_contact(
@@ -263,7 +263,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
     corner_simplex, *corner_points = _corner_contact(rotation, translation, half_a, half_b, edges_a)
 
     def gap(points):
-        return rotate(rotation, points[1]) + translation - points[0]
+        return matvec(rotation, points[1]) + translation - points[0]
 
     def length(vector):
         return dot(unit_vector(vector), vector)

@@ -44,7 +44,7 @@ from ._shapes import (
     Shape,
     Sphere,
 )
-from ._vector import combine, dot, perpendicular, rotate, rotate_back, select, unit_vector
+from ._vector import dot, matvec, perpendicular, rmatvec, select, unit_vector
 
 POINT, SEGMENT, BOX, HALF_SPACE = "point", "segment", "box", "half-space"
 CYLINDER, ELLIPSOID = "cylinder", "ellipsoid"
@@ -165,7 +165,7 @@ def _point_point(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     normal = unit_vector(gap)
     normal = jnp.where(apart, normal, jnp.array([0, 0, 1], dtype))  # coincident: any direction
     zero = jnp.zeros((1, 3), dtype)
-    simplex = padded_simplex(normal[None], zero, (-rotate_back(pair.rotation, normal))[None], zero,
+    simplex = padded_simplex(normal[None], zero, (-rmatvec(pair.rotation, normal))[None], zero,
                               jnp.ones(1, dtype), jnp.ones(1, bool))
     return closed_contact(dot(normal, gap), normal, simplex, zero[0], zero[0],
                           jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
@@ -176,7 +176,7 @@ def _point_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     del core_a
     dtype = pair.translation.dtype
     ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
-    start, end = rotate(pair.rotation, ends_b) + pair.translation
+    start, end = matvec(pair.rotation, ends_b) + pair.translation
     along = point_segment(jnp.zeros(3, dtype), start, end)
     closest = start + along * (end - start)
     normal = unit_vector(closest)
@@ -189,7 +189,7 @@ def _point_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     zeros = jnp.zeros((2, 3), dtype)
     simplex = padded_simplex(jnp.stack([normal, normal]), zeros, directions_b, ends_b, weights,
                               jnp.stack([along < 1, along > 0]))
-    return closed_contact(dot(normal, closest), normal, simplex, zeros[0], combine(weights, ends_b),
+    return closed_contact(dot(normal, closest), normal, simplex, zeros[0], rmatvec(ends_b, weights),
                           jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
 
 
@@ -262,7 +262,7 @@ def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     dtype = pair.translation.dtype
     ends_a, directions_a = _segment_ends(core_a.half_length, dtype)
     ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
-    ends_b_in_a = rotate(pair.rotation, ends_b) + pair.translation
+    ends_b_in_a = matvec(pair.rotation, ends_b) + pair.translation
     s, t = segment_segment(ends_a[0], ends_a[1], ends_b_in_a[0], ends_b_in_a[1])
     axis_a, axis_b = ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0]
     crossing = unit_vector(jnp.cross(axis_a, axis_b))
@@ -272,7 +272,7 @@ def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     diagonal = _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype)
     simplex = jax.tree_util.tree_map(lambda d, p: jnp.where(both_inside & parallel, d, p), diagonal, simplex)
     point_a, point_b = simplex_witnesses(simplex)
-    gap = rotate(pair.rotation, point_b) + pair.translation - point_a
+    gap = matvec(pair.rotation, point_b) + pair.translation - point_a
     normal = unit_vector(gap)
     apart = is_apart(gap, resolution)
     # Cores that cross (or lie on one line) separate fastest across both: the parallelogram's normal,
@@ -326,7 +326,7 @@ def _point_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     del core_a, resolution  # the closest point differs from the point along the face normals exactly
     half = core_b.half_extents
     dtype = pair.translation.dtype
-    point = -rotate_back(pair.rotation, pair.translation)  # A's point in B's frame
+    point = -rmatvec(pair.rotation, pair.translation)  # A's point in B's frame
     closest, inside = point_box(point, half)
     depths = half - jnp.abs(point)
     axis = jnp.argmin(depths)
@@ -336,8 +336,8 @@ def _point_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     directions, corners, weights, mask = box_feature_simplex(point_b, half)
     # From A's point to B's: outside, towards the box's closest point; inside, into the box through
     # the nearest face (B moves by the depth along it to separate).
-    face_normal = -rotate(pair.rotation, jnp.zeros(3, dtype).at[axis].set(face_sign))
-    gap = rotate(pair.rotation, closest - point)
+    face_normal = -matvec(pair.rotation, jnp.zeros(3, dtype).at[axis].set(face_sign))
+    gap = matvec(pair.rotation, closest - point)
     outward = unit_vector(gap)
     normal = jnp.where(inside, face_normal, outward)
     distance = jnp.where(inside, -depths[axis], dot(outward, gap))
@@ -360,7 +360,7 @@ def _half_space(pair: RelativePair, shape_a: Shape) -> Contact:
     outward = pair.rotation[:, 2]  # B's plane normal, A's frame
     deepest = shape_a.core_support(-outward)
     height = dot(outward, deepest - pair.translation)
-    foot = rotate_back(pair.rotation, deepest - pair.translation).at[2].set(0)  # B's frame, on the plane
+    foot = rmatvec(pair.rotation, deepest - pair.translation).at[2].set(0)  # B's frame, on the plane
     step = jnp.maximum(jnp.max(jnp.abs(foot)), 1)
     points_b = jnp.stack([foot, foot.at[0].add(step), foot.at[1].add(step)])
     normal = -outward
@@ -375,7 +375,7 @@ def exchanged(contact: Contact, pair: RelativePair) -> Contact:
     frame and negated, the sides' points and support directions swapped (the simplex of A − B, vertex
     for vertex, is that of B − A)."""
     s = contact.simplex
-    return Contact(contact.distance, -rotate(pair.rotation, contact.normal),
+    return Contact(contact.distance, -matvec(pair.rotation, contact.normal),
                    Simplex(s.directions_b, s.directions_a, s.points_b, s.points_a, s.weights, s.mask),
                    contact.point_b, contact.point_a, contact.status, contact.iterations,
                    contact.normal_kind, contact.refinable)

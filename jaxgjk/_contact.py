@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._result import Simplex
-from ._vector import combine
+from ._vector import rmatvec
 
 
 class QueryMode(enum.Enum):
@@ -64,4 +64,4 @@ class Contact:
 
 def simplex_witnesses(simplex: Simplex):
     """The core witness points (A's frame, B's frame) (3,) each: the simplex's weighted points."""
-    return combine(simplex.weights, simplex.points_a), combine(simplex.weights, simplex.points_b)
+    return rmatvec(simplex.points_a, simplex.weights), rmatvec(simplex.points_b, simplex.weights)

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._tolerance import float_dtype, tiny
-from ._vector import dot, rotate
+from ._vector import dot, matvec
 
 
 def _quaternion_multiply(p, q):
@@ -158,16 +158,16 @@ class Pose:
 
     def apply(self, points):
         """Map local points (..., 3) to world coordinates."""
-        return rotate(self.rotation_matrix(), points) + self.translation
+        return matvec(self.rotation_matrix(), points) + self.translation
 
     def inverse(self) -> Pose:
         """The pose mapping world to local coordinates."""
         unit = self.unit_rotation()
         conjugate = unit * jnp.array([1, -1, -1, -1], unit.dtype)
-        translation = -rotate(quaternion_to_matrix(conjugate), self.translation)
+        translation = -matvec(quaternion_to_matrix(conjugate), self.translation)
         return Pose(translation, conjugate)
 
-    def compose(self, other: Pose) -> Pose:
+    def matmul(self, other: Pose) -> Pose:
         """The pose ``self ∘ other``: apply `other` first, then `self`."""
         rotation = _quaternion_multiply(self.unit_rotation(), other.unit_rotation())
         return Pose(self.apply(other.translation), rotation)

@@ -33,7 +33,7 @@ from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
 from ._tolerance import CPU_EPA_CHUNK, EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
-from ._vector import compose, first_argmax, largest_abs, rotate, rotate_back, select, unit_vector
+from ._vector import first_argmax, largest_abs, matmul, matvec, rmatvec, select, unit_vector
 
 
 def cast(tree, dtype):
@@ -117,8 +117,8 @@ def prepare(shape_a, pose_a, shape_b, pose_b) -> Prepared:
     pose_a, pose_b = _sanitize((pose_a, pose_b), is_valid)
     rotation_a = pose_a.rotation_matrix()
     rotation_b = pose_b.rotation_matrix()
-    pair = RelativePair(shape_a, shape_b, compose(rotation_a.T, rotation_b),
-                        rotate_back(rotation_a, pose_b.translation - pose_a.translation))
+    pair = RelativePair(shape_a, shape_b, matmul(rotation_a.T, rotation_b),
+                        rmatvec(rotation_a, pose_b.translation - pose_a.translation))
     scale = jnp.maximum(jnp.maximum(shape_a.reach(), shape_b.reach()).astype(dtype),
                         largest_abs(pair.translation))
     return Prepared(shape_a, pose_a, shape_b, pose_b, pair, is_valid, scale)
@@ -236,7 +236,7 @@ def refines(config: Config, mode: QueryMode, shape_a, shape_b) -> bool:
 def _in_world(pose_a: Pose, response):
     """A normal's response (3, 3) from A's frame to the world frame: R response Rᵀ."""
     rotation = pose_a.rotation_matrix()
-    return compose(compose(rotation, response), rotation.T)
+    return matmul(matmul(rotation, response), rotation.T)
 
 
 def refined_contact(config: Config, mode: QueryMode, prepared: Prepared, contact: Contact):
@@ -286,7 +286,7 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
         by_sign = select([signed > 0, signed < 0], [Status.SEPARATED, Status.PENETRATING],
                              Status.INTERSECTING)
         status = jnp.where(settled, by_sign, status)
-    normal = rotate(pose_a.rotation_matrix(), contact.normal)
+    normal = matvec(pose_a.rotation_matrix(), contact.normal)
     point_a = pose_a.apply(contact.point_a) + shape_a.margin() * normal
     point_b = pose_b.apply(contact.point_b) - shape_b.margin() * normal
     tangent_scale = jnp.ones((), dtype)

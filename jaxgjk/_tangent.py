@@ -18,7 +18,7 @@ from ._contact import NormalKind
 from ._result import DistanceResult, Simplex
 from ._simplex import face_weights
 from ._solve import cast, solve, solve_signed_rows
-from ._vector import combine, dot, rotate, rotate_back, select, unit_vector
+from ._vector import dot, matvec, rmatvec, select, unit_vector
 
 
 def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
@@ -47,7 +47,7 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     points_b = support_points(shape_b, pose_b, simplex.directions_b, simplex.points_b)
     differences = points_b - points_a
     weights = face_weights(differences, mask)
-    point_a, point_b = combine(weights, points_a), combine(weights, points_b)
+    point_a, point_b = rmatvec(points_a, weights), rmatvec(points_b, weights)
     face_normal = unit_vector(jnp.cross(differences[1] - differences[0],
                                         differences[2] - differences[0]))
     face_normal = face_normal * jnp.where(dot(face_normal, normal) < 0, -1, 1)
@@ -62,10 +62,10 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
                                [from_closest, face_normal], normal)
     if response is not None:
         def world_support(shape, pose, direction):
-            return pose.apply(shape.core_support(rotate_back(pose.rotation_matrix(), direction)))
+            return pose.apply(shape.core_support(rmatvec(pose.rotation_matrix(), direction)))
 
         smooth = normal_kind == NormalKind.SMOOTH
-        smooth_normal = normal - rotate(response, world_support(shape_b, pose_b, -normal)
+        smooth_normal = normal - matvec(response, world_support(shape_b, pose_b, -normal)
                                         - world_support(shape_a, pose_a, normal))
         point_a = jnp.where(smooth, world_support(shape_a, pose_a, smooth_normal), point_a)
         point_b = jnp.where(smooth, world_support(shape_b, pose_b, -smooth_normal), point_b)
@@ -76,7 +76,7 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     # every active vertex and the weights sum to 1), so it adds nothing, and a gradient of the
     # distance alone then skips `face_weights` and the normal.
     held = simplex.weights[order]
-    distance = dot(normal, combine(held, differences)) - margin_a - margin_b
+    distance = dot(normal, rmatvec(differences, held)) - margin_a - margin_b
     return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,
             moving_normal)
 

@@ -19,35 +19,34 @@ def dot(a, b):
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
-def rotate(matrix, vectors):
-    """``matrix @ vector`` for matrices (..., 3, 3) and vectors (..., 3), broadcasting leading axes,
-    written per component (a sum of the matrix's columns): under vmap XLA:CPU runs small matrix
-    products in a library kernel (YNNPACK) behind transposes and copies, which cost more than a
-    closed-form collider's whole computation. The supports inside GJK's batch-last loop keep `@`:
-    there the library kernel measured faster (`_minkowski`)."""
-    return (matrix[..., 0] * vectors[..., 0:1] + matrix[..., 1] * vectors[..., 1:2]
-            + matrix[..., 2] * vectors[..., 2:3])
+def matvec(matrix, vectors):
+    """``matrix @ vector`` for matrices (..., M, N) and vectors (..., N), broadcasting leading axes,
+    written as a sum of the matrix's N columns: under vmap XLA:CPU runs small matrix products in a
+    library kernel (YNNPACK) behind transposes and copies, which cost more than a closed-form
+    collider's whole computation. The supports inside GJK's batch-last loop keep `@`: there the
+    library kernel measured faster (`_minkowski`)."""
+    total = matrix[..., 0] * vectors[..., 0:1]
+    for j in range(1, matrix.shape[-1]):
+        total = total + matrix[..., j] * vectors[..., j:j + 1]
+    return total
 
 
-def rotate_back(matrix, vectors):
-    """``matrix.T @ vector`` (``vector @ matrix``) for matrices (..., 3, 3) and vectors (..., 3), per
-    component as `rotate` (a sum of the matrix's rows)."""
-    return (matrix[..., 0, :] * vectors[..., 0:1] + matrix[..., 1, :] * vectors[..., 1:2]
-            + matrix[..., 2, :] * vectors[..., 2:3])
+def rmatvec(matrix, vectors):
+    """``matrix.T @ vector`` (``vector @ matrix``) for matrices (..., M, N) and vectors (..., M), as a
+    sum of the matrix's M rows (see `matvec`); with `matrix` a simplex's points (K, 3) and `vectors`
+    its weights (K,), the weighted point."""
+    total = matrix[..., 0, :] * vectors[..., 0:1]
+    for i in range(1, matrix.shape[-2]):
+        total = total + matrix[..., i, :] * vectors[..., i:i + 1]
+    return total
 
 
-def compose(a, b):
-    """The matrix product ``a @ b`` of (..., 3, 3) matrices, per component as `rotate`."""
-    return (a[..., :, 0:1] * b[..., 0:1, :] + a[..., :, 1:2] * b[..., 1:2, :]
-            + a[..., :, 2:3] * b[..., 2:3, :])
-
-
-def combine(weights, rows):
-    """``weights @ rows`` for weights (..., K) and rows (..., K, 3) with a short K (a simplex's four
-    vertices, a segment's two ends), written as K products and sums (see `rotate`)."""
-    total = weights[..., 0:1] * rows[..., 0, :]
-    for k in range(1, rows.shape[-2]):
-        total = total + weights[..., k:k + 1] * rows[..., k, :]
+def matmul(a, b):
+    """The matrix product ``a @ b`` of matrices (..., M, K) and (..., K, N), as a sum of K outer
+    products (see `matvec`)."""
+    total = a[..., :, 0:1] * b[..., 0:1, :]
+    for k in range(1, a.shape[-1]):
+        total = total + a[..., :, k:k + 1] * b[..., k:k + 1, :]
     return total
 
 
