@@ -287,7 +287,10 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
     use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
     corner_gap = gap(corner_points)
     corner_normal = jnp.where(is_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
-    distance = select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
+    # jnp.select, not `select`'s chain of wheres (safe here: the conditions are never constants): with the
+    # chain, XLA:CPU fused the three candidates' computation into the distance's many readers, and the
+    # box-box kernel ran 1.3-1.6x slower (`distance` 0.58 against 0.93 M pairs/s, 65 536 pairs).
+    distance = jnp.select([use_face, use_edge], [s_face, s_edge], dot(corner_normal, corner_gap))
     # Apart, every candidate's length bounds the distance from above and s_max from below; the nearest
     # candidate is the closest pair, so its length is the distance to rounding.
     distance = jnp.where(separated, jnp.maximum(jnp.minimum(distance, nearest), s_max), distance)
