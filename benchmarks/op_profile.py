@@ -1,15 +1,18 @@
 """Where a query's time goes: XLA's own per-operation timings of one call of `jit(vmap(query))`.
 
     python -m benchmarks.op_profile ellipsoid-ellipsoid 0 sep distance [--general] [--top 30]
+        [--fields distance,point_a,point_b]
 
 Arguments: case kind, polytope vertex count (0 otherwise), sep or pen, query; `--general` forces
-GJK/EPA (`Config(specialised=False)`). 256 distinct float32 pairs (`cases.make_case`, seed 0) tiled to
-65 536 (polytope meshes shared). One untimed call, then one call under `jax.profiler` (a Perfetto
-trace in a temporary directory). Prints the summed duration of every compiled operation (a fusion, a
-library call, a loop) and how often it ran: operations inside a loop body run once per trip, so the
-totals grouped by run count separate the loops' bodies from the work done once (a loop also appears
-as an operation of its own, `while.N`). Durations are summed over XLA:CPU's threads, so the total can
-exceed the wall time; on a busy machine they grow with the contention.
+GJK/EPA (`Config(specialised=False)`); `--fields` returns only those fields of the result (XLA drops
+the work no returned field needs), the whole result otherwise. 256 distinct float32 pairs
+(`cases.make_case`, seed 0) tiled to 65 536 (polytope meshes shared). One untimed call, then one
+call under `jax.profiler` (a Perfetto trace in a temporary directory). Prints the summed duration of
+every compiled operation (a fusion, a library call, a loop) and how often it ran: operations inside a
+loop body run once per trip, so the totals grouped by run count separate the loops' bodies from the
+work done once (a loop also appears as an operation of its own, `while.N`). Durations are summed over
+XLA:CPU's threads, so the total can exceed the wall time; on a busy machine they grow with the
+contention.
 """
 
 import argparse
@@ -31,7 +34,7 @@ PAIRS, TILE = 65536, 256
 _RUNTIME = ("ThunkExecutor", "$", "Pjit", "Slinky", "DevicePut")
 
 
-def operation_times(kind, n_vertices, penetrating, query, config):
+def operation_times(kind, n_vertices, penetrating, query, config, fields=()):
     """{operation name: (summed µs, run count)} of one call on the benchmark's batch."""
     case = C.make_case(kind, TILE, penetrating, seed=0, **({"n_vertices": n_vertices} if n_vertices else {}))
     shape_a, pose_a, shape_b, pose_b = C.jaxgjk_pairs(case, convert=lambda x: np.asarray(x, np.float32))
@@ -43,7 +46,11 @@ def operation_times(kind, n_vertices, penetrating, query, config):
     args = (shape_a if shared else tile(shape_a), tile(pose_a), shape_b if shared else tile(shape_b),
             tile(pose_b))
     axes = (None if shared else 0, 0, None if shared else 0, 0)
-    kernel = jax.jit(jax.vmap(lambda *pair: getattr(jg, query)(*pair, config=config), in_axes=axes))
+    def one_pair(*pair):
+        result = getattr(jg, query)(*pair, config=config)
+        return tuple(getattr(result, field) for field in fields) if fields else result
+
+    kernel = jax.jit(jax.vmap(one_pair, in_axes=axes))
     jax.block_until_ready(kernel(*args))
     with tempfile.TemporaryDirectory() as directory:
         with jax.profiler.trace(directory, create_perfetto_trace=True):
@@ -68,9 +75,11 @@ def main():
     parser.add_argument("query", choices=("distance", "signed_distance", "intersect"))
     parser.add_argument("--general", action="store_true")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--fields", default="", help="comma-separated result fields to return")
     options = parser.parse_args()
     times = operation_times(options.kind, options.n_vertices, options.mode == "pen", options.query,
-                            jg.Config(specialised=not options.general))
+                            jg.Config(specialised=not options.general),
+                            tuple(field for field in options.fields.split(",") if field))
     by_count = collections.Counter()
     for total, count in times.values():
         by_count[count] += total
