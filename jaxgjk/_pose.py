@@ -167,7 +167,7 @@ class Pose:
         translation = -matvec(quaternion_to_matrix(conjugate), self.translation)
         return Pose(translation, conjugate)
 
-    def matmul(self, other: Pose) -> Pose:
+    def compose(self, other: Pose) -> Pose:
         """The pose ``self ∘ other``: apply `other` first, then `self`."""
         rotation = _quaternion_multiply(self.unit_rotation(), other.unit_rotation())
         return Pose(self.apply(other.translation), rotation)

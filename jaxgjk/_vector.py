@@ -1,10 +1,11 @@
-"""Operations on 3-vectors (row-wise ones written out per component, unit vectors) and the index
-and choice operations (`first_argmax`, `select`) written for XLA.
+"""Operations on 3-vectors (row-wise ones written out per component, unit vectors), small matrix
+products, and the index and choice operations (`first_argmax`, `select`) written for XLA.
 
-XLA:CPU hands reductions over a short trailing axis to a library kernel (YNNPACK) that is slow on
-them: EPA spent half of each step on (faces, 3) dot products. Written per component, they fuse into
-the loops around them. XLA runs argmax's (value, index) reduction slowly, and constant-folds it element
-by element at compile time where its operand is a constant broadcast over a vmapped batch.
+XLA:CPU hands reductions over a short trailing axis and small matrix products to a library kernel
+(YNNPACK) that is slow on them: EPA spent half of each step on (faces, 3) dot products. Written per
+component, they fuse into the loops around them. XLA runs argmax's (value, index) reduction slowly,
+and constant-folds it element by element at compile time where its operand is a constant broadcast
+over a vmapped batch.
 """
 
 from __future__ import annotations
