@@ -33,7 +33,7 @@ from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
 from ._tolerance import CPU_EPA_CHUNK, EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
-from ._vector import first_argmax, largest_abs, matmul, matvec, rmatvec, select, unit_vector
+from ._vector import first_argmax, largest_abs, matmul, matvec, select, unit_vector
 
 
 def cast(tree, dtype):
@@ -117,8 +117,8 @@ def prepare(shape_a, pose_a, shape_b, pose_b) -> Prepared:
     pose_a, pose_b = _sanitize((pose_a, pose_b), is_valid)
     rotation_a = pose_a.rotation_matrix()
     rotation_b = pose_b.rotation_matrix()
-    pair = RelativePair(shape_a, shape_b, matmul(rotation_a.T, rotation_b),
-                        rmatvec(rotation_a, pose_b.translation - pose_a.translation))
+    pair = RelativePair(shape_a, shape_b, rotation_a.T @ rotation_b,
+                        rotation_a.T @ (pose_b.translation - pose_a.translation))
     scale = jnp.maximum(jnp.maximum(shape_a.reach(), shape_b.reach()).astype(dtype),
                         largest_abs(pair.translation))
     return Prepared(shape_a, pose_a, shape_b, pose_b, pair, is_valid, scale)
