@@ -23,7 +23,8 @@ def normalized_quaternion(rotation):
 
     Returns (unit quaternion (..., 4), is_valid (...) bool: the input had a finite, non-zero norm).
     """
-    norm_sq = (dot(rotation[..., :3], rotation[..., :3]) + rotation[..., 3] * rotation[..., 3])[..., None]
+    w, x, y, z = (rotation[..., i] for i in range(4))
+    norm_sq = (w * w + x * x + y * y + z * z)[..., None]  # written out: a short reduction is a library call
     is_valid = (norm_sq > tiny(rotation.dtype)) & jnp.isfinite(norm_sq)
     identity = jnp.zeros_like(rotation).at[..., 0].set(1)
     # Double where: the unused branch must not produce NaN in reverse mode.

@@ -117,6 +117,7 @@ def prepare(shape_a, pose_a, shape_b, pose_b) -> Prepared:
     pose_a, pose_b = _sanitize((pose_a, pose_b), is_valid)
     rotation_a = pose_a.rotation_matrix()
     rotation_b = pose_b.rotation_matrix()
+    # `@`, not `_vector.matvec`: every program that prepares a pair must round its pose alike.
     pair = RelativePair(shape_a, shape_b, rotation_a.T @ rotation_b,
                         rotation_a.T @ (pose_b.translation - pose_a.translation))
     scale = jnp.maximum(jnp.maximum(shape_a.reach(), shape_b.reach()).astype(dtype),

@@ -24,8 +24,10 @@ def matvec(matrix, vectors):
     """``matrix @ vector`` for matrices (..., M, N) and vectors (..., N), broadcasting leading axes,
     written as a sum of the matrix's N columns: under vmap XLA:CPU runs small matrix products in a
     library kernel (YNNPACK) behind transposes and copies, which cost more than a closed-form
-    collider's whole computation. The supports inside GJK's batch-last loop keep `@`: there the
-    library kernel measured faster (`_minkowski`)."""
+    collider's whole computation. Two places keep `@`: the supports inside GJK's batch-last loop
+    (`_minkowski`: the library kernel measured faster there) and the relative pose (`_solve.prepare`:
+    per component its rounding depended on the program it was compiled in, so two programs that
+    share it, a query and its trace, ran GJK for different numbers of iterations)."""
     total = matrix[..., 0] * vectors[..., 0:1]
     for j in range(1, matrix.shape[-1]):
         total = total + matrix[..., j] * vectors[..., j:j + 1]
