@@ -151,7 +151,7 @@ def test_grouped_by_kind_equals_one_packed_kernel(rng):
     a, b = take(shapes, index_a), take(shapes, index_b)
     pose_a, pose_b = take(poses, index_a), take(poses, index_b)
     grouped = jg.pairs(jg.distance, shapes, poses, index_a, index_b, group_by_kind=True)
-    warm = jax.vmap(lambda *args: jg.distance(*args[:4], warm_start=args[4]))(
+    warm = jax.jit(jax.vmap(lambda *args: jg.distance(*args[:4], warm_start=args[4])))(
         a, pose_a, b, pose_b, grouped.simplex)
     np.testing.assert_allclose(warm.distance, grouped.distance, rtol=1e-9, atol=1e-12)
     assert np.all(warm.iterations <= 2)

@@ -201,9 +201,15 @@ def _round_to_float32(tree):
     return jax.tree_util.tree_map(lambda x: np.asarray(x).astype(np.float32).astype(np.float64), tree)
 
 
-@functools.cache
-def _kernel(query, config):
-    return jax.jit(jax.vmap(functools.partial(getattr(jg, query), config=config)))
+def _three_queries(*args):
+    """`signed_distance`, `distance` and `intersect` of one pair (default config)."""
+    return jg.signed_distance(*args), jg.distance(*args), jg.intersect(*args)
+
+
+# The three queries in one compiled program (a program each costs twice as long to compile), and the
+# general path's signed distance.
+QUERIES = jax.jit(jax.vmap(_three_queries))
+GENERAL_SIGNED_DISTANCE = jax.jit(jax.vmap(functools.partial(jg.signed_distance, config=GENERAL)))
 
 
 def _case_batch(kind_a, kind_b, seed):
@@ -254,14 +260,14 @@ def test_specialised_pairs_match_closed_forms_and_the_general_path(kind_a, kind_
     inputs, reference, reference_normals, sizes = _case_batch(kind_a, kind_b, seed=7)
     typed = _as(inputs, dtype)
     tolerance = TOLERANCE[dtype] * sizes
-    special = _kernel("signed_distance", jg.Config())(*typed)
+    special, unsigned, hits = QUERIES(*typed)
     distance = np.asarray(special.distance, np.float64)
     np.testing.assert_array_less(np.abs(distance - reference), tolerance)
     # The closed forms run no loop; the general path does. A curved pair's general kernel takes 10 s
     # to compile: float32 is held to the exact reference alone there.
     assert np.all(np.asarray(special.iterations) == 0)
     if dtype == np.float64 or (kind_a, kind_b) in PAIRS:
-        general = _kernel("signed_distance", GENERAL)(*typed)
+        general = GENERAL_SIGNED_DISTANCE(*typed)
         np.testing.assert_array_less(np.abs(distance - np.asarray(general.distance, np.float64)), tolerance)
         assert np.all(np.asarray(general.iterations) > 0)
     # Status follows the sign (touching is INTERSECTING).
@@ -280,11 +286,10 @@ def test_specialised_pairs_match_closed_forms_and_the_general_path(kind_a, kind_
     assert np.all(cosine[unique] > 1 - 1e3 * TOLERANCE[dtype])
     # `distance` clamps and reports INTERSECTING for overlapping pairs; `intersect` agrees with the sign
     # everywhere: distances within rounding of the scale are reported as exactly touching by all three.
-    unsigned = _kernel("distance", jg.Config())(*typed)
     np.testing.assert_array_less(np.abs(np.asarray(unsigned.distance) - np.maximum(distance, 0)), tolerance)
     intersecting = np.asarray(unsigned.status) == jg.Status.INTERSECTING
     np.testing.assert_array_equal(intersecting, distance <= 0)
-    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(jg.intersect))(*typed)), distance <= 0)
+    np.testing.assert_array_equal(np.asarray(hits), distance <= 0)
 
 
 @functools.cache
@@ -312,12 +317,11 @@ def test_specialised_gradients_match_the_general_path_and_finite_differences(kin
     # Central differences on B's translation, float64, for the same generic cases.
     step = 1e-6
     shape_a, pose_a, shape_b, pose_b = inputs
-    kernel = _kernel("signed_distance", jg.Config())
     for axis in range(3):
         offset = np.zeros(3)
         offset[axis] = step
-        plus = kernel(shape_a, pose_a, shape_b, jg.Pose(pose_b.translation + offset, pose_b.rotation))
-        minus = kernel(shape_a, pose_a, shape_b, jg.Pose(pose_b.translation - offset, pose_b.rotation))
+        plus, _, _ = QUERIES(shape_a, pose_a, shape_b, jg.Pose(pose_b.translation + offset, pose_b.rotation))
+        minus, _, _ = QUERIES(shape_a, pose_a, shape_b, jg.Pose(pose_b.translation - offset, pose_b.rotation))
         difference = (np.asarray(plus.distance) - np.asarray(minus.distance)) / (2 * step)
         np.testing.assert_allclose(np.asarray(special[3].translation)[generic, axis], difference[generic],
                                    atol=1e-6)
@@ -345,14 +349,13 @@ def test_curved_gradients_match_central_differences_on_every_field(kind_a, kind_
     # Every input number (poses, quaternions unnormalised, and every shape field), float64 central
     # differences, on the cases whose distance is differentiable (random, apart from touching).
     generic = (np.abs(reference) > 1e-3 * sizes) & (np.arange(len(reference)) < RANDOM_ROWS)
-    kernel = _kernel("signed_distance", jg.Config())
     gradient = np.concatenate([np.asarray(leaf).reshape(len(leaf), -1) for leaf in gradient_leaves], axis=1)
     flat = np.concatenate([np.asarray(leaf).reshape(len(leaf), -1)
                            for leaf in jax.tree_util.tree_leaves(inputs)], axis=1)
     step = 1e-6
     for index in range(flat.shape[1]):
-        plus = kernel(*_leaves_with(inputs, index, flat[:, index] + step)).distance
-        minus = kernel(*_leaves_with(inputs, index, flat[:, index] - step)).distance
+        plus = QUERIES(*_leaves_with(inputs, index, flat[:, index] + step))[0].distance
+        minus = QUERIES(*_leaves_with(inputs, index, flat[:, index] - step))[0].distance
         difference = (np.asarray(plus) - np.asarray(minus)) / (2 * step)
         np.testing.assert_allclose(gradient[generic, index], difference[generic], atol=1e-6, err_msg=index)
 
@@ -388,11 +391,13 @@ def test_hessians_are_finite_at_coincident_centres_and_parallel_capsules():
     beside = jg.Pose(jnp.array([0.3, 0.0, 0.0]), jnp.array([1.0, 0, 0, 0]))
     for a, b, pose_b in ((sphere, sphere, identity), (capsule, capsule, beside), (capsule, capsule, identity),
                          (sphere, capsule, identity)):
-        def signed(pose, a=a, b=b):
-            return jg.signed_distance(a, identity, b, pose).distance
-        for derivative in (jax.grad(signed), jax.jacfwd(signed), jax.jacrev(signed), jax.hessian(signed)):
-            for leaf in jax.tree_util.tree_leaves(derivative(pose_b)):
-                assert np.all(np.isfinite(leaf))
+        def derivatives(pose, a=a, b=b):
+            def signed(pose):
+                return jg.signed_distance(a, identity, b, pose).distance
+            return [derivative(pose) for derivative in (jax.grad(signed), jax.jacfwd(signed),
+                                                        jax.jacrev(signed), jax.hessian(signed))]
+        for leaf in jax.tree_util.tree_leaves(jax.jit(derivatives)(pose_b)):
+            assert np.all(np.isfinite(leaf))
 
 
 # --- half-spaces ------------------------------------------------------------------------------------
@@ -451,11 +456,9 @@ def test_half_space_against_every_kind_matches_the_support_function(dtype):
         for order in ("shape_first", "plane_first"):
             if order == "shape_first":
                 args = (typed_shape, _as(poses_shape, dtype), plane, _as(poses_plane, dtype))
-                in_axes = (None, 0, None, 0)
             else:
                 args = (plane, _as(poses_plane, dtype), typed_shape, _as(poses_shape, dtype))
-                in_axes = (None, 0, None, 0)
-            result = jax.jit(jax.vmap(jg.signed_distance, in_axes=in_axes))(*args)
+            result, unsigned, hits = jax.jit(jax.vmap(_three_queries, in_axes=(None, 0, None, 0)))(*args)
             distance = np.asarray(result.distance, np.float64)
             np.testing.assert_allclose(distance, reference, atol=TOLERANCE[dtype] * 4, err_msg=name)
             normal = np.asarray(result.normal, np.float64)
@@ -464,9 +467,7 @@ def test_half_space_against_every_kind_matches_the_support_function(dtype):
             plane_normals = np.stack([quaternion_column(q) for q in np.asarray(poses_plane.rotation)])
             expected_normal = -plane_normals if order == "shape_first" else plane_normals
             np.testing.assert_allclose(normal, expected_normal, atol=10 * TOLERANCE[dtype], err_msg=name)
-            hits = jax.jit(jax.vmap(jg.intersect, in_axes=in_axes))(*args)
             np.testing.assert_array_equal(np.asarray(hits), distance <= 0, err_msg=name)
-            unsigned = jax.jit(jax.vmap(jg.distance, in_axes=in_axes))(*args)
             np.testing.assert_allclose(np.asarray(unsigned.distance), np.maximum(distance, 0),
                                        atol=TOLERANCE[dtype] * 4, err_msg=name)
 
@@ -485,6 +486,7 @@ def test_half_space_gradients_match_finite_differences():
         pose_plane = _pose(rng.normal(size=3) * 0.1 + np.asarray(pose_shape.translation) - [0, 0, 0.3],
                            random_rotation(rng))
 
+        @jax.jit
         def signed(pose_s, pose_p, shape=shape):
             return jg.signed_distance(shape, pose_s, plane, pose_p).distance
 
