@@ -175,11 +175,11 @@ def test_curved_and_composite_shapes():
     # An affine image reports its shape's feature; a convex hull of shapes reports none.
     identity, placed = jg.Pose.identity(), jg.Pose(jnp.asarray(above), jnp.asarray([1.0, 0, 0, 0]))
     stretched = jg.Affine(box, jnp.diag(jnp.asarray([0.5, 2.0, 1.0])), jnp.zeros(3))
-    result = jg.distance(stretched, identity, box, placed)
+    result = jax.jit(jg.distance)(stretched, identity, box, placed)
     assert int(result.feature_a.dimension) == FeatureDim.FACE
     assert list(np.asarray(result.feature_a.vertices)) == [1, 3, 5, 7]
-    result = jg.distance(jg.ConvexHull((box, jg.Sphere(jnp.asarray(0.5)))), identity, box,
-                         jg.Pose(jnp.asarray([3.5, 0, 0]), jnp.asarray([1.0, 0, 0, 0])))
+    result = jax.jit(jg.distance)(jg.ConvexHull((box, jg.Sphere(jnp.asarray(0.5)))), identity, box,
+                                  jg.Pose(jnp.asarray([3.5, 0, 0]), jnp.asarray([1.0, 0, 0, 0])))
     assert int(result.feature_a.dimension) == FeatureDim.NONE
 
 

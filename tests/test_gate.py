@@ -106,7 +106,7 @@ def test_where_active_has_the_values_and_derivatives_of_a_plain_vmap():
     for size in (1, 4, 5, 11):
         x = jnp.asarray(rng.uniform(-50, 50, size))
         for scale, fallback, axes in ((2.0, 0.5, SHARED), (jnp.linspace(1, 2, size), x**2, (0, 0, 0))):
-            expected = jax.vmap(plain, in_axes=axes)(x, scale, fallback)
+            expected = jax.jit(jax.vmap(plain, in_axes=axes))(x, scale, fallback)
             got = jax.jit(jax.vmap(gathered, in_axes=axes))(x, scale, fallback)
             jax.tree_util.tree_map(np.testing.assert_array_equal, got, expected)
 
@@ -115,7 +115,7 @@ def test_where_active_has_the_values_and_derivatives_of_a_plain_vmap():
                 return jnp.sum(jax.vmap(f, in_axes=axes)(x, scale, fallback)["value"] ** 2)
 
             np.testing.assert_array_equal(jax.jit(jax.jacfwd(total), static_argnums=1)(x, gathered),
-                                          jax.jacfwd(total)(x, plain))
+                                          jax.jit(jax.jacfwd(total), static_argnums=1)(x, plain))
     x = jnp.asarray(rng.uniform(-50, 50, (3, 7)))
     nested = jax.jit(jax.vmap(jax.vmap(gathered, in_axes=SHARED), in_axes=SHARED))(x, 2.0, 0.5)
     expected = jax.vmap(jax.vmap(plain, in_axes=SHARED), in_axes=SHARED)(x, 2.0, 0.5)

@@ -196,7 +196,7 @@ def test_face_held_by_three_corners_gives_the_contact_outside_their_triangle():
                          points_b=jax.vmap(ball.core_support)(down), weights=jnp.array([0.5, 0.5, 0, 0]),
                          mask=jnp.array([True, True, True, False]))
     loops_normal = jnp.array([1e-9, 0, 1]) / jnp.linalg.norm(jnp.array([1e-9, 0, 1]))
-    refined = refine(pair, loops_normal, simplex, 1e-6, jnp.asarray(True))
+    refined = jax.jit(lambda: refine(pair, loops_normal, simplex, 1e-6, jnp.asarray(True)))()
     assert refined.accepted
     np.testing.assert_allclose(refined.normal, [0, 0, 1], atol=1e-15)
     np.testing.assert_allclose(refined.signed, 0.2, atol=1e-15)
