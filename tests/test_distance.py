@@ -1,5 +1,7 @@
 """GJK distance and intersection against float64 references, over every pair of kinds."""
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -10,7 +12,9 @@ from jaxgjk.reference import support_function
 from .query_cases import pairs, stacked, tolerance
 
 DISTANCE = jax.jit(jax.vmap(jg.distance))
-INTERSECT = jax.jit(jax.vmap(jg.intersect))
+# Float64: both queries on every case in one program, run once (a program per query and batch size
+# costs a compile of its own).
+DISTANCE_AND_INTERSECT = jax.jit(jax.vmap(lambda *pair: (jg.distance(*pair), jg.intersect(*pair))))
 
 
 def run(query, cases, dtype):
@@ -21,11 +25,31 @@ def all_separated():
     return pairs("separated", 31, 0) + pairs("touching", 6, 1)
 
 
+def all_penetrating():
+    return pairs("penetrating", 6, 2)
+
+
+@functools.cache
+def float64_results():
+    """`distance` and `intersect` (float64) of the separated cases, then the penetrating ones."""
+    return run(DISTANCE_AND_INTERSECT, all_separated() + all_penetrating(), np.float64)
+
+
+def distances(dtype, penetrating=False):
+    """`distance` of the separated (or the penetrating) cases."""
+    if dtype == np.float32:
+        assert not penetrating
+        return run(DISTANCE, all_separated(), dtype)
+    count = len(all_separated())
+    part = slice(count, None) if penetrating else slice(0, count)
+    return jax.tree_util.tree_map(lambda leaf: leaf[part], float64_results()[0])
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_separated_pairs_match_reference(dtype):
     cases = all_separated()
     assert len(cases) >= 2000
-    result = run(DISTANCE, cases, dtype)
+    result = distances(dtype)
     errors = np.abs(result.distance - np.array([c["ref"]["distance"] for c in cases]))
     allowed = np.array([tolerance(c, dtype) for c in cases])
     worst = np.argmax(errors / allowed)
@@ -40,7 +64,7 @@ def test_separated_pairs_match_reference(dtype):
 
 def test_witness_points_certify_the_distance():
     cases = all_separated()
-    result = run(DISTANCE, cases, np.float64)
+    result = distances(np.float64)
     for index, case in enumerate(cases):
         n, pa, pb = result.normal[index], result.point_a[index], result.point_b[index]
         scale = tolerance(case, np.float64) * 10
@@ -52,13 +76,12 @@ def test_witness_points_certify_the_distance():
 
 
 def test_intersect_agrees_with_reference():
-    cases = all_separated() + pairs("penetrating", 6, 2)
+    cases = all_separated() + all_penetrating()
     expected = np.array([c["ref"]["distance"] <= 0 for c in cases])
-    np.testing.assert_array_equal(run(INTERSECT, cases, np.float64), expected)
+    np.testing.assert_array_equal(float64_results()[1], expected)
 
 
 def test_overlapping_pairs_have_distance_zero():
-    cases = pairs("penetrating", 6, 2)
-    result = run(DISTANCE, cases, np.float64)
+    result = distances(np.float64, penetrating=True)
     np.testing.assert_array_equal(result.distance, 0)
     assert np.all(result.status == jg.Status.INTERSECTING)
