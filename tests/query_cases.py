@@ -27,6 +27,12 @@ def _coplanar_cube(size):
     return jg.Polytope(jnp.asarray(points[on_surface] * size))  # 56 points, 8 of them vertices
 
 
+def three_queries(*pair):
+    """`signed_distance`, `distance` and `intersect` of one pair (default config). Under one `jit` the
+    three compile as one program, in about half the time of three."""
+    return jg.signed_distance(*pair), jg.distance(*pair), jg.intersect(*pair)
+
+
 def make_shape(kind, rng, size):
     if kind == "flat_box":
         return jg.Box(jnp.asarray(size * np.array([1.0, 0.7, 1e-4])))

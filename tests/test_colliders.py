@@ -34,6 +34,7 @@ from jaxgjk.reference import (
     support_point,
 )
 
+from .query_cases import three_queries
 from .shape_samples import random_polytope_vertices, random_rotation
 
 GENERAL = jg.Config(specialised=False)
@@ -201,14 +202,8 @@ def _round_to_float32(tree):
     return jax.tree_util.tree_map(lambda x: np.asarray(x).astype(np.float32).astype(np.float64), tree)
 
 
-def _three_queries(*args):
-    """`signed_distance`, `distance` and `intersect` of one pair (default config)."""
-    return jg.signed_distance(*args), jg.distance(*args), jg.intersect(*args)
-
-
-# The three queries in one compiled program (a program each costs twice as long to compile), and the
-# general path's signed distance.
-QUERIES = jax.jit(jax.vmap(_three_queries))
+# The three queries in one compiled program, and the general path's signed distance.
+QUERIES = jax.jit(jax.vmap(three_queries))
 GENERAL_SIGNED_DISTANCE = jax.jit(jax.vmap(functools.partial(jg.signed_distance, config=GENERAL)))
 
 
@@ -458,7 +453,7 @@ def test_half_space_against_every_kind_matches_the_support_function(dtype):
                 args = (typed_shape, _as(poses_shape, dtype), plane, _as(poses_plane, dtype))
             else:
                 args = (plane, _as(poses_plane, dtype), typed_shape, _as(poses_shape, dtype))
-            result, unsigned, hits = jax.jit(jax.vmap(_three_queries, in_axes=(None, 0, None, 0)))(*args)
+            result, unsigned, hits = jax.jit(jax.vmap(three_queries, in_axes=(None, 0, None, 0)))(*args)
             distance = np.asarray(result.distance, np.float64)
             np.testing.assert_allclose(distance, reference, atol=TOLERANCE[dtype] * 4, err_msg=name)
             normal = np.asarray(result.normal, np.float64)
