@@ -121,7 +121,8 @@ def test_sharded_over_four_host_devices_equals_unsharded():
         np.testing.assert_allclose(plain.distance, sharded.distance, rtol=1e-6, atol=1e-7)
         print("ok")
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
