@@ -71,6 +71,9 @@ def with_batch_rule(one_pair, batched, operands):
 
     @wrapped.def_vmap
     def rule(axis_size, in_batched, *leaves):
+        # Outside `jit` a batched leaf arrives as the user gave it, possibly a NumPy array, which a
+        # traced index (the batched rule's row gathers) cannot index.
+        leaves = [jnp.asarray(leaf) for leaf in leaves]
         if not any(in_batched):  # the same pair in every lane
             outputs = flat_one_pair(*leaves)
             return outputs, jax.tree_util.tree_map(lambda _: False, outputs)

@@ -1,6 +1,7 @@
 """`_gate.compute_where`: a batch-wide skip that keeps per-pair results; `_gate.update_rows`: work on
 the active rows only, gathered a few at a time; `_gate.where_active`: one pair's choice that `vmap`
-turns into `update_rows`, with the values and derivatives of a plain `vmap`."""
+turns into `update_rows`, with the values and derivatives of a plain `vmap`; `_gate.with_batch_rule`:
+a batch rule that takes the arrays a `vmap` outside `jit` gives it."""
 
 import functools
 
@@ -8,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgjk._gate import compute_where, update_rows, where_active
+from jaxgjk._gate import compute_where, update_rows, where_active, with_batch_rule
 
 
 def _counting_square():
@@ -122,3 +123,18 @@ def test_where_active_has_the_values_and_derivatives_of_a_plain_vmap():
     np.testing.assert_array_equal(nested["value"], expected["value"])
     # One pair: `compute` where active, the fallback elsewhere.
     assert float(gathered(jnp.asarray(-3.0), 2.0, 0.5)["value"]) == 0.5
+
+
+def test_batch_rule_gathers_rows_of_numpy_arrays_outside_jit():
+    """Outside `jit`, `vmap` hands a batch rule the arrays as the caller gave them (NumPy here, as when
+    a `Packed` shape is built inside the vmapped function from NumPy fields); the rule's gathers of
+    rows by traced indices must work on them (they raised TracerArrayConversionError)."""
+    def one_pair(x):
+        return 2 * x
+
+    def batched(axis_size, x, flags):
+        del flags
+        return update_rows(jnp.ones(axis_size, bool), lambda rows: 2 * rows, x, jnp.zeros(x.shape), 2)
+
+    doubled = jax.vmap(lambda x: with_batch_rule(one_pair, batched, x))(np.arange(5.0))
+    np.testing.assert_array_equal(doubled, 2 * np.arange(5.0))
