@@ -104,14 +104,9 @@ def _outputs_with_aux(theta, meta):
 
 
 def _jacrev_and_hessian(theta, meta):
-    """`jax.jacrev` of every output and `jax.hessian` of the signed distance: `jax.jacfwd` of the
-    reverse-mode Jacobian's signed-distance row (what `jax.hessian` computes), with the whole Jacobian
-    as its aux, so that one reverse pass serves both (a smaller program than two)."""
-    def jacobian(th):
-        rows = jax.jacrev(lambda t: _outputs(t, meta)[0])(th)
-        return rows["signed"], rows
-
-    hessian, jacobian = jax.jacfwd(jacobian, has_aux=True)(theta)
+    """`jax.jacrev` of every output and `jax.hessian` of the signed distance."""
+    jacobian = jax.jacrev(lambda th: _outputs(th, meta)[0])(theta)
+    hessian = jax.hessian(lambda th: _outputs(th, meta)[0]["signed"])(theta)
     return jacobian, hessian
 
 
