@@ -122,14 +122,14 @@ def _loss(theta, meta, weights):
     return jnp.dot(weights, terms)
 
 
-JACFWD = jax.jit(jax.vmap(jax.jacfwd(_outputs_with_aux, has_aux=True)))
-JACREV_HESSIAN = jax.jit(jax.vmap(_jacrev_and_hessian))
 def _combined_outputs(theta, meta, weights):
     """A linear combination (weights (11,)) of the outputs of `_outputs` (float64, FD_CONFIG)."""
     outputs = _outputs(theta, meta)[0]
     return jnp.dot(weights, jnp.concatenate([jnp.atleast_1d(outputs[name]) for name in OUTPUTS]))
 
 
+JACFWD = jax.jit(jax.vmap(jax.jacfwd(_outputs_with_aux, has_aux=True)))
+JACREV_HESSIAN = jax.jit(jax.vmap(_jacrev_and_hessian))
 VMAP_GRAD = jax.jit(jax.vmap(jax.value_and_grad(_loss)))
 GRAD_OF_SUM = jax.jit(jax.grad(lambda theta, meta, weights: jnp.sum(
     jax.vmap(_combined_outputs)(theta, meta, weights))))
@@ -663,17 +663,15 @@ def test_grad_of_vmapped_sum_matches_forward_mode_per_pair():
     jacobian, _ = _run_chunked(JACFWD, CHUNK64, theta, meta)
     weights = rng.normal(size=(len(cases), 2 + 3 * 3))  # distance, signed, point_a, point_b, normal
     grads = GRAD_OF_SUM(theta, meta, weights)
-    bad = []
-    for number in range(len(cases)):
-        expected = {}
-        for key in theta:  # the Jacobians' rows in `_combined_outputs`' order, (11, *input shape)
-            components = [jacobian[name][key][number].reshape(-1, *np.shape(theta[key])[1:])
-                          for name in OUTPUTS]
-            expected[key] = np.tensordot(weights[number], np.concatenate(components), axes=1)
-        scale = max(1.0, math.sqrt(sum(float(np.sum(value ** 2)) for value in expected.values())))
-        worst = max(float(np.max(np.abs(grads[key][number] - expected[key]))) for key in theta)
-        if worst > 1e-10 * scale:
-            bad.append((cases[number][1], worst / scale))
+    # The Jacobians' rows in `_combined_outputs`' order, (pairs, 11, *input shape) per input.
+    expected = {key: np.einsum("no,no...->n...", weights, np.concatenate(
+        [jacobian[name][key].reshape(len(cases), -1, *np.shape(value)[1:]) for name in OUTPUTS], axis=1))
+        for key, value in theta.items()}
+    scale = np.maximum(1.0, np.sqrt(sum(np.sum(v.reshape(len(cases), -1) ** 2, axis=1)
+                                        for v in expected.values())))
+    worst = np.max([np.max(np.abs(grads[key] - expected[key]).reshape(len(cases), -1), axis=1)
+                    for key in theta], axis=0)
+    bad = [(cases[n][1], worst[n] / scale[n]) for n in np.flatnonzero(worst > 1e-10 * scale)]
     assert not bad, f"{len(bad)} of {len(cases)} pairs differ: {bad[:12]}"
 
 
