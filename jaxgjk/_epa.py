@@ -9,10 +9,11 @@ remove the faces that see w, and close the hole by joining w to the horizon (the
 unseen faces), which the adjacency gives in O(faces) without search.
 
 Under `vmap` every pair pays for every step of the batch's slowest pair, and each step scans the
-arrays: the first steps run on small arrays, a batch that needs more moves to the full capacity, and a
-batch with no overlapping pair skips EPA (`_gate.compute_where`). A step reads the state, decides, then
-writes its few rows (out-of-range rows are dropped where the step is refused), so no step copies the
-whole polytope to undo itself.
+arrays: the first steps run on small arrays; the pairs still running after them move on to the full
+capacity, on the CPU gathered `CPU_EPA_TAIL_CHUNK` at a time, so that they no longer hold the rest of
+the batch; a batch with no overlapping pair skips EPA (`_gate.compute_where`). A step reads the state,
+decides, then writes its few rows (out-of-range rows are dropped where the step is refused), so no step
+copies the whole polytope to undo itself.
 """
 
 from __future__ import annotations
@@ -25,16 +26,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
-from ._gate import compute_where
+from ._gate import compute_where, where_active
 from ._minkowski import RelativePair, SupportPoint
 from ._result import RUNNING, Simplex, Status
 from ._simplex import face_weights
 from ._tolerance import (
+    CPU_EPA_TAIL_CHUNK,
     EPA_CONSISTENCY_ROUNDINGS,
     EPA_COPLANAR_ROUNDINGS,
-    EPA_FIRST_STEPS,
     EPA_FOLD_RINGS,
     EPA_MAX_HORIZON,
+    EPA_PHASE_STEPS,
     epsilon,
     power_of_two_scale,
 )
@@ -321,7 +323,6 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         active) -> EPAResult:
     """Run EPA from GJK's final `simplex` (origin enclosed or touched) where `active` (() bool); the
     result is all zeros elsewhere, and a batch with no active pair skips EPA altogether."""
-    first_steps = min(max_iterations, EPA_FIRST_STEPS)
     max_horizon = EPA_MAX_HORIZON
 
     def keep_going(steps: int, state: EPAState):
@@ -360,18 +361,31 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
                                    best_normal=best_normal, iterations=state.iterations + 1,
                                    status=status)
 
+    def run(pair: RelativePair, state: EPAState, steps: int) -> EPAState:
+        return jax.lax.while_loop(functools.partial(keep_going, steps), functools.partial(step, pair), state)
+
+    def resume(operands, steps: int) -> EPAState:
+        return run(*operands, steps)
+
     def solve(operands) -> EPAResult:
         pair, simplex, active = operands
-        # Most pairs converge within a few steps (polyhedral ones within ~20): run those on arrays
-        # sized for `first_steps`, which are cheaper to scan, and move to the full capacity only
-        # for the steps beyond (a batch where no pair needs them never runs them).
-        state = _initial_state(pair, simplex, first_steps + 4, tolerance)
+        # Most pairs converge within a few steps (polyhedral ones within ~20): each phase runs on arrays
+        # sized for its last step, which are cheaper to scan than the full capacity, and a phase runs
+        # only for the pairs that the phases before it left running. Under `vmap` on the CPU those are
+        # gathered `CPU_EPA_TAIL_CHUNK` at a time (`_gate.where_active`), so the few pairs that need
+        # many steps no longer hold the whole batch in lockstep (a batch where no pair needs a phase
+        # never runs it).
+        bounds = [steps for steps in EPA_PHASE_STEPS if steps < max_iterations] + [max_iterations]
+        state = _initial_state(pair, simplex, bounds[0] + 4, tolerance)
         state = dataclasses.replace(state, status=jnp.where(active, state.status, Status.PENETRATING))
-        run = functools.partial(step, pair)
-        state = jax.lax.while_loop(functools.partial(keep_going, first_steps), run, state)
-        if max_iterations > first_steps:
-            state = _with_capacity(state, max_iterations + 4)
-            state = jax.lax.while_loop(functools.partial(keep_going, max_iterations), run, state)
+        state = run(pair, state, bounds[0])
+        for steps in bounds[1:]:
+            state = _with_capacity(state, steps + 4)
+            if jax.default_backend() == "cpu":
+                state = where_active(state.status == RUNNING, functools.partial(resume, steps=steps),
+                                     (pair, state), state, CPU_EPA_TAIL_CHUNK)
+            else:
+                state = run(pair, state, steps)
         nearest = _nearest_face(state)
         status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
         return EPAResult(status.astype(jnp.int32), state.iterations, _face_simplex(state, nearest),

@@ -80,7 +80,9 @@ EPA_FLAT_GAP_ROUNDINGS = 8
 REFINE_ACCEPT_ROUNDINGS = 16
 
 # Fixed capacities of the loops' arrays.
-EPA_FIRST_STEPS = 24  # EPA steps on small arrays before a batch that needs more moves to the full size
+# EPA runs in phases that end after these many steps (and at its iteration bound), each on arrays sized
+# for its last step; a pair still running at the end of a phase moves on to the next, larger arrays.
+EPA_PHASE_STEPS = (24,)
 EPA_MAX_HORIZON = 32  # horizon edges one EPA step can join to its new vertex (more: the step is refused)
 EPA_FOLD_RINGS = 2  # rings of neighbours searched for faces that a new EPA vertex would fold over
 NEWTON_STEPS = 2  # refinement steps: from the loops' ~√tol the error squares, 1e-6 → 1e-12 → rounding
@@ -88,6 +90,8 @@ MAX_STEP = 0.25  # radians; a refinement step further than this is cut to it (a 
 # On the CPU a vmapped signed query runs EPA on its overlapping pairs, this many at a time
 # (`_gate.where_active`).
 CPU_EPA_CHUNK = 2048
+# ... and the pairs that an EPA phase leaves running, this many at a time into the next phase.
+CPU_EPA_TAIL_CHUNK = 256
 # On the CPU a vmapped GJK loop runs with the batch as its last axis in groups of this many lanes
 # (`_gjk._iterate`): a group's state stays in cache across its steps.
 CPU_GJK_CHUNK = 4096

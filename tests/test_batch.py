@@ -57,9 +57,13 @@ def test_chunked_equals_unchunked_and_self_pairs_respect_the_mask(rng):
 def test_loops_in_groups_under_vmap_equal_one_pair_queries(rng, monkeypatch):
     # On the CPU a vmapped query runs GJK batch-last in groups of `_gjk.CPU_GJK_CHUNK` lanes (the last
     # group padded) and EPA on the overlapping lanes only, `_solve.CPU_EPA_CHUNK` at a time
-    # (`_gate.where_active`): the statuses, iterations, values and gradients of one-pair queries.
+    # (`_gate.where_active`), each EPA phase after the first on the lanes still running,
+    # `_epa.CPU_EPA_TAIL_CHUNK` at a time: the statuses, iterations, values and gradients of one-pair
+    # queries.
     monkeypatch.setattr(jaxgjk._solve, "CPU_EPA_CHUNK", 4)
     monkeypatch.setattr(jaxgjk._gjk, "CPU_GJK_CHUNK", 4)
+    monkeypatch.setattr(jaxgjk._epa, "EPA_PHASE_STEPS", (3, 6))
+    monkeypatch.setattr(jaxgjk._epa, "CPU_EPA_TAIL_CHUNK", 3)
     jax.clear_caches()  # a query's traced program holds the constants: trace it again
     boxes, poses = scene(rng, 13)
     ellipsoid = jg.Ellipsoid(jnp.asarray([0.5, 0.3, 0.4]))
@@ -79,15 +83,20 @@ def test_loops_in_groups_under_vmap_equal_one_pair_queries(rng, monkeypatch):
         boxes, poses.translation, poses.rotation, centres)
     single = jax.jit(signed_and_gradient)
     penetrating = 0
+    epa_steps = []
     for i in range(13):
         result, gradient = single(one(boxes, i), poses.translation[i], poses.rotation[i], one(centres, i))
         assert int(batched.status[i]) == int(result.status)
         assert int(batched.iterations[i]) == int(result.iterations)
         penetrating += int(result.status) == jg.Status.PENETRATING
+        gjk_only = jg.distance(one(boxes, i), jg.Pose(poses.translation[i], poses.rotation[i]), ellipsoid,
+                               one(centres, i))
+        epa_steps.append(int(result.iterations) - int(gjk_only.iterations))
         np.testing.assert_allclose(batched.distance[i], result.distance, rtol=0, atol=1e-12)
         np.testing.assert_allclose(batched.normal[i], result.normal, rtol=0, atol=1e-12)
         np.testing.assert_allclose(batched_gradient[i], gradient, rtol=0, atol=1e-12)
     assert penetrating >= 8  # several trips of 4 lanes
+    assert sum(steps > 3 for steps in epa_steps) > 3 and max(epa_steps) > 6  # later phases, trips of 3
 
 
 def test_gradient_through_pairwise(rng):
