@@ -40,16 +40,7 @@ from ._tolerance import (
     epsilon,
     power_of_two_scale,
 )
-from ._vector import (
-    dot,
-    first_argmin,
-    largest_abs,
-    perpendicular,
-    select,
-    triple_product,
-    true_indices,
-    unit_vector,
-)
+from ._vector import dot, first_argmin, largest_abs, perpendicular, select, triple_product, unit_vector
 
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
@@ -240,15 +231,15 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     sees = _add_folded_faces(sees, state, corners, w.point, state.valid & (jnp.abs(side) <= coplanar))
 
     horizon = (sees[:, None] & ~sees[state.adjacency]).reshape(-1)
-    edge = true_indices(horizon, max_horizon, 0)  # face·3 + corner
+    edge = jnp.nonzero(horizon, size=max_horizon, fill_value=0)[0].astype(jnp.int32)  # face·3 + corner
     in_use = jnp.arange(max_horizon) < jnp.sum(horizon)
     start = state.faces.reshape(-1)[edge]
     end = state.faces[:, _NEXT].reshape(-1)[edge]
     neighbour = state.adjacency.reshape(-1)[edge]
     seen_face = edge // 3
     kept = state.valid & ~sees
-    # A free face slot for each new face; out of range (dropped below) past the last.
-    slot = jnp.where(in_use, true_indices(~kept, max_horizon, num_faces), num_faces)
+    slot = jnp.nonzero(~kept, size=max_horizon, fill_value=num_faces)[0]
+    slot = jnp.where(in_use, slot, num_faces).astype(jnp.int32)  # out of range: dropped below
 
     # On the horizon cycle, the new face on edge (a, b) meets the one starting at b and the one
     # ending at a: found through tables indexed by vertex.

@@ -15,7 +15,7 @@ import enum
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
-from ._vector import dot, first_argmax, largest_abs, leading_max, true_indices
+from ._vector import dot, first_argmax, largest_abs, leading_max
 
 # How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
 MAX_FEATURE_VERTICES = 4
@@ -70,8 +70,8 @@ def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature
     mask = jnp.ones(vertices.shape[0], bool) if mask is None else mask
     exposed, tolerance = exposed_vertices(vertices, mask, direction, relative_tolerance)
     dimension, _, _, _ = exposed_span(vertices, exposed, tolerance)
-    indices = true_indices(exposed, MAX_FEATURE_VERTICES, -1)
-    return Feature(dimension.astype(jnp.int32), indices,
+    (indices,) = jnp.nonzero(exposed, size=MAX_FEATURE_VERTICES, fill_value=-1)
+    return Feature(dimension.astype(jnp.int32), indices.astype(jnp.int32),
                    jnp.sum(exposed).astype(jnp.int32))
 
 

@@ -1,6 +1,5 @@
 """Operations on 3-vectors (row-wise ones written out per component, unit vectors), small matrix
-products, and the index and choice operations (`first_argmax`, `true_indices`, `select`) written for
-XLA.
+products, and the index and choice operations (`first_argmax`, `select`) written for XLA.
 
 XLA:CPU hands reductions over a short trailing axis and small matrix products to a library kernel
 (YNNPACK) that is slow on them: EPA spent half of each step on (faces, 3) dot products. Written per
@@ -11,7 +10,6 @@ over a vmapped batch.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from ._tolerance import SHORT_REDUCTION, power_of_two_scale
@@ -105,19 +103,6 @@ def take_first_axis(rows, index):
     if jnp.result_type(rows) == jnp.bool_:
         return jnp.any(onehot & rows, axis=0)
     return jnp.sum(jnp.where(onehot, rows, 0), axis=0)
-
-
-def true_indices(mask, size: int, fill: int):
-    """The indices (size,) int32 of the True entries of `mask` (N,), in order: the first `size` of
-    them, then `fill`; as `jnp.nonzero(mask, size=size, fill_value=fill)[0]`.
-
-    Each True entry's rank is a parallel prefix sum and one scatter places it. `jnp.nonzero` takes
-    two `jnp.cumsum`s, which lower to reduce-windows that XLA:CPU runs slowly lane by lane under
-    vmap, and a scatter-add: this is 1.6-2.7x faster per lane (32 to 512 entries, 2 048 lanes).
-    """
-    rank = jax.lax.associative_scan(jnp.add, mask.astype(jnp.int32)) - 1
-    return jnp.full(size, fill, jnp.int32).at[jnp.where(mask, rank, size)].set(
-        jnp.arange(mask.shape[0], dtype=jnp.int32), mode="drop")
 
 
 def select(conditions, choices, default=0):
