@@ -19,6 +19,7 @@ import numpy as np
 from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
 from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
+from ._gate import compute_where
 from ._tolerance import SIDE_TIE_ROUNDINGS, VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
 from ._vector import cofactor_matrix, dot, first_argmax, first_argmin, select, unit_vector
 
@@ -85,9 +86,21 @@ class Shape(abc.ABC):
         A positive margin rounds every feature: CURVED. `relative_tolerance` is relative to the size.
         """
         rounded = feature_without_vertices(FeatureDim.CURVED)
-        core = self.core_feature(direction, relative_tolerance)
-        return jax.tree_util.tree_map(lambda curved, flat: jnp.where(self.margin() > 0, curved, flat),
+        curved = self.margin() > 0
+        if self.usually_rounded():  # the core's feature only where some lane of a batch is not rounded
+            core = compute_where(~curved, lambda operands: operands[0].core_feature(
+                operands[1], relative_tolerance), (self, direction))
+        else:
+            core = self.core_feature(direction, relative_tolerance)
+        return jax.tree_util.tree_map(lambda curved_feature, flat: jnp.where(curved, curved_feature, flat),
                                       rounded, core)
+
+    def usually_rounded(self) -> bool:
+        """Whether a field of the shape sweeps its core by a ball that is rarely zero (a capsule's or a
+        rounded shape's radius), a trace-time bool: `feature` then computes the core's feature only
+        where some pair of a batch has a zero margin (under vmap, a vertex search over a capsule's ends
+        or a rounded box's corners costs more than the rest of a specialised query's result)."""
+        return False
 
     def core_feature(self, direction, relative_tolerance: float) -> Feature:
         """The feature of the core exposed by `direction`; NONE unless a shape says more."""
@@ -225,6 +238,9 @@ class Capsule(Shape):
     def core_feature(self, direction, relative_tolerance):
         ends = jnp.zeros((2, 3), direction.dtype).at[:, 2].set(jnp.stack([-1, 1]) * self.half_length)
         return vertex_set_feature(ends, None, direction, relative_tolerance)
+
+    def usually_rounded(self):
+        return True
 
     def core_ruling(self, direction, relative_tolerance):
         # The segment itself is the side (straight in an `Affine` image, where the margin curves).
@@ -598,6 +614,9 @@ class Rounded(Shape):
 
     def core_feature(self, direction, relative_tolerance):
         return self.shape.core_feature(direction, relative_tolerance)
+
+    def usually_rounded(self):
+        return True
 
     def core_ruling(self, direction, relative_tolerance):
         return self.shape.core_ruling(direction, relative_tolerance)
