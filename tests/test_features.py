@@ -183,6 +183,37 @@ def test_curved_and_composite_shapes():
     assert int(result.feature_a.dimension) == FeatureDim.NONE
 
 
+def test_rounded_shapes_features_in_batches_with_and_without_a_zero_radius():
+    """Capsules and `Rounded` boxes search their core's vertices only where some pair of a batch has a
+    zero radius (`Shape.usually_rounded`): the same features in a typed batch mixing zero and positive
+    radii, in one where every radius is positive (the search skipped), and for one pair."""
+    box = jg.Box(jnp.asarray(CUBE))
+    above = [2.5, 0.1, 0.2]
+    axis_to_x, axis_to_y = (rotation_between([0, 0, 1], v) for v in ([1, 0, 0], [0, 1, 0]))
+    cases = [(0.0, axis_to_y, FeatureDim.EDGE), (0.2, axis_to_y, FeatureDim.CURVED),
+             (0.0, axis_to_x, FeatureDim.VERTEX), (0.3, axis_to_x, FeatureDim.CURVED)]
+    query = jax.jit(jax.vmap(jg.distance, in_axes=(0, 0, None, 0)))
+
+    def dimensions(shapes, rotations):
+        result = query(shapes, poses([(r, np.zeros(3)) for r in rotations], np.float64), box,
+                       poses([(I3, above)] * len(rotations), np.float64))
+        return list(features(result, "a")[0]), features(result, "a")[1]
+
+    capsules = jg.Capsule(jnp.asarray([c[0] for c in cases]), jnp.full(len(cases), 0.7))
+    got, vertices = dimensions(capsules, [c[1] for c in cases])
+    assert got == [c[2] for c in cases]
+    assert list(vertices[0]) == [0, 1, -1, -1] and list(vertices[1]) == [-1] * 4
+    rounded = jg.Capsule(jnp.asarray([0.2, 0.3]), jnp.full(2, 0.7))  # every radius positive
+    assert dimensions(rounded, [axis_to_y, axis_to_x])[0] == [FeatureDim.CURVED] * 2
+    one = jax.jit(jg.distance)(jg.Capsule(jnp.asarray(0.0), jnp.asarray(0.7)),
+                               jg.Pose.from_rotation_matrix(jnp.asarray(axis_to_y), jnp.zeros(3)), box,
+                               jg.Pose.from_translation(jnp.asarray(above)))
+    assert int(one.feature_a.dimension) == FeatureDim.EDGE
+    plates = jg.Rounded(jg.Box(jnp.tile(jnp.asarray([0.5, 0.5, 0.5]), (2, 1))), jnp.asarray([0.0, 0.1]))
+    got, vertices = dimensions(plates, [I3, I3])
+    assert got == [FeatureDim.FACE, FeatureDim.CURVED] and list(vertices[0]) == [1, 3, 5, 7]
+
+
 def test_invalid_input_reports_no_feature():
     box = jg.Box(jnp.asarray([1.0, 1.0, -1.0]))
     pose = poses([case[2] for case in BOX_CASES], np.float64)  # the batch size of the box test: no compile
