@@ -30,9 +30,10 @@ class Shape(abc.ABC):
     Adding a shape kind (a checklist; only the first two items are required):
     1. Here, a `@pytree_dataclass` subclass whose fields are arrays (sizes in local lengths), with the
        four abstract methods: `core_support`, `reach`, `is_valid` and `check`.
-    2. Say what is special about it, where it is: `margin` (a ball radius sweeping the core),
-       `may_curve` (False for a polyhedral core: spares it the normal refinement), `core_feature`
-       and `core_ruling` (flat and straight parts, for the feature reports and the refinement),
+    2. Say what is special about it, where it is: `margin` (a ball radius sweeping the core;
+       `usually_rounded` where that radius is a field that is rarely zero), `may_curve` (False for
+       a polyhedral core: spares it the normal refinement), `core_feature` and `core_ruling` (flat
+       and straight parts, for the feature reports and the refinement),
        `core_support_near` (vertex ties), `core_side_normals` and `core_point_like` (how the
        refinement follows a straight side, or a composite's one smooth point), `center` (when the
        origin is not inside the core).
