@@ -53,6 +53,7 @@ from ._colliders import box_feature_simplex, closed_contact, is_apart, padded_si
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
+from ._scalars import Vec3
 from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon
 from ._vector import dot, matvec, rmatvec, select, unit_vector
 
@@ -197,12 +198,13 @@ def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal)
     half_edge_a, half_edge_b = half_a[axis_a], half_b[axis_b]
     s = fraction(dot(jnp.cross(offset, along_b), cross) / cross_sq_safe, half_edge_a)
     t = fraction(dot(jnp.cross(offset, along_a), cross) / cross_sq_safe, half_edge_b)
-    corners, weights = parallelogram(s, t)
-    index_a, index_b = corners[:, 0], corners[:, 1]
+    high_a, high_b, weights = parallelogram(s, t)
+    index_a, index_b = high_a.astype(jnp.int32), high_b.astype(jnp.int32)
     simplex = padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
                               weights, jnp.ones(3, bool))
     points = ends_a[0] + s * (ends_a[1] - ends_a[0]), ends_b[0] + t * (ends_b[1] - ends_b[0])
-    return simplex, points, ~nearly_parallel(along_a, along_b) & (half_edge_a > 0) & (half_edge_b > 0)
+    return simplex, points, (~nearly_parallel(Vec3.of(along_a), Vec3.of(along_b)) & (half_edge_a > 0)
+                             & (half_edge_b > 0))
 
 
 def _corner_contact(rotation, translation, half_a, half_b, edges_a):

@@ -3,8 +3,9 @@
 Robot models are mostly spheres, capsules and boxes, against each other and against the floor. Their
 cores are a point, a segment and a box (`Shape.margin` sweeps them into the shapes), and for those a
 closed form or a separating-axis test gives the exact contact with no loop:
-- point–point, point–segment, segment–segment (parallel segments included) and point–box: the closest
-  points directly (`_closest`); a point inside a box is nearest one of its faces;
+- point–point, point–segment and segment–segment (parallel segments included): `_sphere_capsule`, which
+  runs the whole query of those pairs on per-pair scalars (`_solve.solve` hands them over);
+- point–box: the closest point directly (`_closest`); a point inside a box is nearest one of its faces;
 - segment–box and box–box: `_box_colliders`;
 - point–cylinder and point–ellipsoid (spheres against cylinders and ellipsoids): `_curved_colliders`;
   their contacts on a curved surface carry the normal's response to the curvature
@@ -25,8 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._closest import nearly_parallel, point_box, point_segment, segment_segment
-from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
+from ._closest import point_box
+from ._contact import Contact, NormalKind, QueryMode
 from ._minkowski import RelativePair
 from ._packed import Packed
 from ._refine import smooth_response
@@ -44,7 +45,7 @@ from ._shapes import (
     Shape,
     Sphere,
 )
-from ._vector import dot, matvec, perpendicular, rmatvec, select, unit_vector
+from ._vector import dot, matvec, rmatvec, select, unit_vector
 
 POINT, SEGMENT, BOX, HALF_SPACE = "point", "segment", "box", "half-space"
 CYLINDER, ELLIPSOID = "cylinder", "ellipsoid"
@@ -143,12 +144,6 @@ def closed_contact(distance, normal, simplex: Simplex, point_a, point_b, normal_
                    jnp.asarray(normal_kind, jnp.int32), jnp.asarray(False))
 
 
-def _segment_ends(half_length, dtype):
-    """The core segment's ends (2, 3) and their support directions (2, 3), the shape's frame."""
-    directions = jnp.array([[0, 0, -1], [0, 0, 1]], dtype)
-    return directions * half_length, directions
-
-
 def is_apart(gap, resolution):
     """Whether the cores' witness points `gap` (3,) apart are farther apart than rounding: their
     direction is then the normal; within rounding it is noise, and the touching cores' own normal
@@ -156,134 +151,30 @@ def is_apart(gap, resolution):
     return jnp.max(jnp.abs(gap)) > resolution
 
 
-def _point_point(pair: RelativePair, core_a, core_b, resolution) -> Contact:
-    """Two points: A's at A's origin, B's at `pair.translation`."""
-    del core_a, core_b
-    gap = pair.translation
-    dtype = gap.dtype
-    apart = is_apart(gap, resolution)
-    normal = unit_vector(gap)
-    normal = jnp.where(apart, normal, jnp.array([0, 0, 1], dtype))  # coincident: any direction
-    zero = jnp.zeros((1, 3), dtype)
-    simplex = padded_simplex(normal[None], zero, (-rmatvec(pair.rotation, normal))[None], zero,
-                              jnp.ones(1, dtype), jnp.ones(1, bool))
-    return closed_contact(dot(normal, gap), normal, simplex, zero[0], zero[0],
-                          jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
+TRIANGLE_SLOTS = np.arange(3)  # the slots of a simplex of three vertices
 
 
-def _point_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
-    """A point (A's origin) and B's core segment."""
-    del core_a
-    dtype = pair.translation.dtype
-    ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
-    start, end = matvec(pair.rotation, ends_b) + pair.translation
-    along = point_segment(jnp.zeros(3, dtype), start, end)
-    closest = start + along * (end - start)
-    normal = unit_vector(closest)
-    apart = is_apart(closest, resolution)
-    # The point on the segment: every direction across the segment separates alike.
-    axis = unit_vector(end - start)
-    normal = jnp.where(apart, normal, perpendicular(jnp.where(jnp.any(axis != 0), axis,
-                                                              jnp.array([0, 0, 1], dtype))))
-    weights = jnp.stack([1 - along, along])
-    zeros = jnp.zeros((2, 3), dtype)
-    simplex = padded_simplex(jnp.stack([normal, normal]), zeros, directions_b, ends_b, weights,
-                              jnp.stack([along < 1, along > 0]))
-    return closed_contact(dot(normal, closest), normal, simplex, zeros[0], rmatvec(ends_b, weights),
-                          jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
+def by_slot(slots, *values):
+    """The `values` (scalars, one per slot) at the simplex slots `slots` (a NumPy index array), zero (or
+    False) at slots past them. Written per slot, not stacked: XLA:CPU emits a stack of scalars as an
+    unvectorised loop that recomputes every scalar's expression at each element."""
+    total = jnp.zeros_like(values[0])
+    for slot in reversed(range(len(values))):
+        total = jnp.where(slots == slot, values[slot], total)
+    return total
 
 
-# Pairs (A end, B end) of the segment–segment simplex layouts: a parallelogram of D (both closest points
-# inside their segments), its long diagonal's ends (parallel segments), an edge of one against an end
-# of the other, or two ends. Index 2 stands for "the end the parameter was clamped to".
-_PARALLELOGRAM = np.array([[0, 0], [0, 1], [1, 0]])
-_FAR_PARALLELOGRAM = np.array([[1, 1], [1, 0], [0, 1]])  # its other half, for s + t > 1
-
-
-def parallelogram(s, t):
-    """The corners (3, 2) (A end, B end) and convex weights (3,) of the half of D's parallelogram that
-    holds the point of parameters `s`, `t` in [0, 1] (along A's and B's segments): from the near corner
-    (1 − s − t, t, s) where s + t ≤ 1, else from the far one (s + t − 1, 1 − t, 1 − s). Convex weights
-    make it GJK's own closest simplex, so as a warm start it ends at once."""
+def parallelogram(s, t, slots=TRIANGLE_SLOTS):
+    """The half of D's parallelogram of two segments' ends that holds the point of parameters `s`, `t`
+    in [0, 1] (along A's and B's segments): at the simplex slots `slots`, whether A's and B's corner
+    ends are their + ends (bool), and the convex weights, from the near corner (1 − s − t, t, s) where
+    s + t ≤ 1 (ends (−, −), (−, +), (+, −)), else from the far one (s + t − 1, 1 − t, 1 − s) (ends
+    (+, +), (+, −), (−, +)); slots past the third: weight 0. Convex weights make it GJK's own closest
+    simplex, so as a warm start it ends at once."""
     far = s + t > 1
-    corners = jnp.where(far, jnp.asarray(_FAR_PARALLELOGRAM), jnp.asarray(_PARALLELOGRAM))
-    return corners, jnp.where(far, jnp.stack([s + t - 1, 1 - t, 1 - s]), jnp.stack([1 - s - t, t, s]))
-
-
-def segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype):
-    """The simplex (3 slots used at most) of the closest features of segments A and B, for closest points
-    at parameters `s`, `t` in [0, 1] along A's and B's ends (2, 3) each (each body's own frame, with
-    their support directions (2, 3)), and its normal kind for separated segments.
-
-    Both points inside their segments: three corners of D's parallelogram (`parallelogram`);
-    for parallel segments the parallelogram is flat and its long diagonal's ends (pairs of opposite
-    ends) hold the contact instead, weighted so that both points stay on their segments. An end
-    against the other's inside: that end with the other's two ends. Two ends: one point.
-    """
-    inside_a, inside_b = (s > 0) & (s < 1), (t > 0) & (t < 1)
-    end_a, end_b = (s >= 1).astype(jnp.int32), (t >= 1).astype(jnp.int32)
-    # D's points b − a, A's frame is not needed here: the weights come from the parameters, since the
-    # witness points are a_s = (1 − s) a0 + s a1 and b_t = (1 − t) b0 + t b1.
-    corners, parallelogram_weights = parallelogram(s, t)
-    index_a = select([inside_a & inside_b, inside_a, inside_b],
-                         [corners[:, 0], jnp.array([0, 1, 0]), jnp.stack([end_a] * 3)],
-                         jnp.stack([end_a] * 3))
-    index_b = select([inside_a & inside_b, inside_a, inside_b],
-                         [corners[:, 1], jnp.stack([end_b] * 3), jnp.array([0, 1, 0])],
-                         jnp.stack([end_b] * 3))
-    zero = jnp.zeros((), dtype)
-    weights = select([inside_a & inside_b, inside_a, inside_b],
-                         [parallelogram_weights, jnp.stack([1 - s, s, zero]),
-                          jnp.stack([1 - t, t, zero])], jnp.stack([jnp.ones((), dtype), zero, zero]))
-    count = select([inside_a & inside_b, inside_a | inside_b], [3, 2], 1)
-    mask = jnp.arange(3) < count
-    return padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
-                           weights, mask)
-
-
-def _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype):
-    """For parallel segments: the two ends of D's (flat) parallelogram's long diagonal, as pairs of
-    opposite ends, weighted at the origin's projection onto it: both witness points then lie on their
-    segments (the diagonal is the whole of D's projection onto the segments' line)."""
-    same_way = dot(ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0]) >= 0
-    far_b, near_b = jnp.where(same_way, 1, 0), jnp.where(same_way, 0, 1)
-    # (A's low end, B's far end) and (A's high end, B's near end): D's extreme points along the line.
-    first = ends_b_in_a[far_b] - ends_a[0]
-    second = ends_b_in_a[near_b] - ends_a[1]
-    along = point_segment(jnp.zeros(3, dtype), first, second)
-    index_a = jnp.array([0, 1])
-    index_b = jnp.stack([far_b, near_b])
-    return padded_simplex(directions_a[index_a], ends_a[index_a], directions_b[index_b], ends_b[index_b],
-                           jnp.stack([1 - along, along]), jnp.ones(2, bool))
-
-
-def _segment_segment(pair: RelativePair, core_a, core_b, resolution) -> Contact:
-    """A's core segment (along A's z) and B's."""
-    dtype = pair.translation.dtype
-    ends_a, directions_a = _segment_ends(core_a.half_length, dtype)
-    ends_b, directions_b = _segment_ends(core_b.half_length, dtype)
-    ends_b_in_a = matvec(pair.rotation, ends_b) + pair.translation
-    s, t = segment_segment(ends_a[0], ends_a[1], ends_b_in_a[0], ends_b_in_a[1])
-    axis_a, axis_b = ends_a[1] - ends_a[0], ends_b_in_a[1] - ends_b_in_a[0]
-    crossing = unit_vector(jnp.cross(axis_a, axis_b))
-    parallel = nearly_parallel(axis_a, axis_b)
-    simplex = segment_pair_simplex(ends_a, directions_a, ends_b, directions_b, s, t, dtype)
-    both_inside = (s > 0) & (s < 1) & (t > 0) & (t < 1)
-    diagonal = _diagonal_simplex(ends_a, directions_a, ends_b, directions_b, ends_b_in_a, dtype)
-    simplex = jax.tree_util.tree_map(lambda d, p: jnp.where(both_inside & parallel, d, p), diagonal, simplex)
-    point_a, point_b = simplex_witnesses(simplex)
-    gap = matvec(pair.rotation, point_b) + pair.translation - point_a
-    normal = unit_vector(gap)
-    apart = is_apart(gap, resolution)
-    # Cores that cross (or lie on one line) separate fastest across both: the parallelogram's normal,
-    # towards B's centre; on one line, any direction across it.
-    towards_b = jnp.where(dot(crossing, pair.translation) < 0, -1, 1) * crossing
-    line = unit_vector(jnp.where(jnp.any(axis_a != 0), axis_a, axis_b))
-    across = perpendicular(jnp.where(jnp.any(line != 0), line, jnp.array([0, 0, 1], dtype)))
-    normal = select([apart, ~parallel], [normal, towards_b], across)
-    skew_face = both_inside & ~parallel
-    kind = select([apart, skew_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE], NormalKind.FIXED)
-    return closed_contact(dot(normal, gap), normal, simplex, point_a, point_b, kind)
+    weights = by_slot(slots, jnp.where(far, s + t - 1, 1 - s - t), jnp.where(far, 1 - t, t),
+                      jnp.where(far, 1 - s, s))
+    return jnp.where(slots == 2, ~far, far), jnp.where(slots == 1, ~far, far), weights
 
 
 def box_feature_simplex(point, half_extents, free=None):
@@ -385,9 +276,8 @@ def _solvers():
     from ._box_colliders import box_box, segment_box  # they build on the helpers above
     from ._curved_colliders import point_cylinder, point_ellipsoid
 
-    return {(POINT, POINT): _point_point, (POINT, SEGMENT): _point_segment,
-            (SEGMENT, SEGMENT): _segment_segment, (POINT, BOX): _point_box, (SEGMENT, BOX): segment_box,
-            (BOX, BOX): box_box, (POINT, CYLINDER): point_cylinder, (POINT, ELLIPSOID): point_ellipsoid}
+    return {(POINT, BOX): _point_box, (SEGMENT, BOX): segment_box, (BOX, BOX): box_box,
+            (POINT, CYLINDER): point_cylinder, (POINT, ELLIPSOID): point_ellipsoid}
 
 
 def _with_response(contact: Contact, pair: RelativePair):
@@ -405,8 +295,9 @@ def _with_response(contact: Contact, pair: RelativePair):
 def specialised_contact(specialised: bool, pair: RelativePair, resolution):
     """The exact contact of `pair`'s cores from a specialised solver and its normal's response (3, 3),
     A's frame (None where the contact is never `NormalKind.SMOOTH`), or None where its kinds have no
-    solver (trace time). Half-spaces are always solved here (`specialised` does not apply to them).
-    `resolution` (): the least core distance told apart from touching (`_tolerance`)."""
+    solver here (trace time; point and segment pairs are `_sphere_capsule`'s). Half-spaces are always
+    solved here (`specialised` does not apply to them). `resolution` (): the least core distance told
+    apart from touching (`_tolerance`)."""
     kind_a, kind_b = core_kind(pair.shape_a), core_kind(pair.shape_b)
     if kind_b == HALF_SPACE:
         return _half_space(pair, pair.shape_a), None

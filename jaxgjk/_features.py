@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 
 import jax.numpy as jnp
+import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._vector import dot, first_argmax, largest_abs, leading_max
@@ -109,3 +110,22 @@ def exposed_span(vertices, exposed, tolerance):
                           jnp.where(widths[wide] <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))
     spanning = jnp.stack([first, far, wide]).astype(jnp.int32)
     return dimension, axis, jnp.where(dimension == FeatureDim.FACE, plane_normal, 0), spanning
+
+
+def segment_feature(half_length, direction_z, relative_tolerance) -> Feature:
+    """The feature of the segment from (0, 0, −h) to (0, 0, h) (h = `half_length` ()) exposed by a
+    direction whose z component is `direction_z` (): `vertex_set_feature` of its two ends (0 = −z,
+    1 = +z), in closed form. The ends' heights are ∓h·z; both are exposed within the tolerance
+    ``relative_tolerance · h``, an edge where it is longer than that tolerance."""
+    tolerance = relative_tolerance * half_length
+    height = half_length * direction_z
+    top = jnp.maximum(-height, height) - tolerance
+    low_end, high_end = -height >= top, height >= top
+    both = low_end & high_end
+    # By slot, not stacked from scalars (`_sphere_capsule`: XLA:CPU's loops over a stack recompute).
+    slots = np.arange(MAX_FEATURE_VERTICES)
+    vertices = jnp.where(slots == 0, jnp.where(low_end, 0, 1), jnp.where((slots == 1) & both, 1, -1))
+    vertices = vertices.astype(jnp.int32)
+    dimension = jnp.where(both & (2 * half_length > tolerance), FeatureDim.EDGE, FeatureDim.VERTEX)
+    return Feature(dimension.astype(jnp.int32), vertices,
+                   low_end.astype(jnp.int32) + high_end.astype(jnp.int32))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
-from ._features import Feature, FeatureDim, feature_without_vertices, vertex_set_feature
+from ._features import Feature, FeatureDim, feature_without_vertices, segment_feature, vertex_set_feature
 from ._gate import compute_where
 from ._tolerance import SIDE_TIE_ROUNDINGS, VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
 from ._vector import cofactor_matrix, dot, first_argmax, first_argmin, select, unit_vector
@@ -97,10 +97,11 @@ class Shape(abc.ABC):
                                       rounded, core)
 
     def usually_rounded(self) -> bool:
-        """Whether a field of the shape sweeps its core by a ball that is rarely zero (a capsule's or a
-        rounded shape's radius), a trace-time bool: `feature` then computes the core's feature only
-        where some pair of a batch has a zero margin (under vmap, a vertex search over a capsule's ends
-        or a rounded box's corners costs more than the rest of a specialised query's result)."""
+        """Whether a field of the shape sweeps its core by a ball that is rarely zero (a rounded shape's
+        radius), a trace-time bool: `feature` then computes the core's feature only where some pair of
+        a batch has a zero margin (under vmap, a vertex search over a rounded box's corners costs more
+        than the rest of a specialised query's result). A capsule's feature is a closed form
+        (`_features.segment_feature`), cheap enough to compute always."""
         return False
 
     def core_feature(self, direction, relative_tolerance: float) -> Feature:
@@ -237,11 +238,8 @@ class Capsule(Shape):
         return jnp.zeros_like(direction).at[2].set(_axial_end(direction, self.half_length, hint))
 
     def core_feature(self, direction, relative_tolerance):
-        ends = jnp.zeros((2, 3), direction.dtype).at[:, 2].set(jnp.stack([-1, 1]) * self.half_length)
-        return vertex_set_feature(ends, None, direction, relative_tolerance)
-
-    def usually_rounded(self):
-        return True
+        return segment_feature(jnp.asarray(self.half_length, direction.dtype), direction[2],
+                               relative_tolerance)
 
     def core_ruling(self, direction, relative_tolerance):
         # The segment itself is the side (straight in an `Affine` image, where the margin curves).

@@ -1,0 +1,306 @@
+"""Spheres and capsules against each other (their `Rounded` forms included): the whole query on
+per-pair scalars.
+
+Their cores are a point (A's or B's origin) or a segment along the body's z axis, and the exact contact
+is a closed form (`_closest`). The stages are `_solve`'s — validity, sanitising and B's pose in A's
+frame (`prepare`), the cores' contact in A's frame, then the margins, the world frame, the status and
+the features (`world_result`) — written end to end on `Vec3`s and scalars (`_scalars`), so that under
+`vmap` the query runs as a few contiguous loops over the batch rather than dozens over short strided
+rows; arrays are made only for the `DistanceResult`. The results follow the contract of every other
+solver: the simplex holds the support directions of the features in contact (a segment's ends by
+(0, 0, ±1), a point by the normal), which the tangent rule (`_tangent`) differentiates.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._checks import float_leaves
+from ._closest import nearly_parallel, point_segment, segment_segment
+from ._colliders import by_slot, innermost, parallelogram
+from ._contact import NormalKind, QueryMode
+from ._features import Feature, FeatureDim, feature_without_vertices, segment_feature
+from ._result import Config, DistanceResult, Simplex, Status
+from ._scalars import Rotation, Vec3, where
+from ._shapes import Capsule, Sphere
+from ._tolerance import float_dtype, tiny, touching_resolution
+
+
+def handles(config: Config, shape_a, shape_b) -> bool:
+    """Whether this module solves the pair (trace time): both cores are points or segments (a `Sphere`
+    or `Capsule`, possibly `Rounded`) and the config allows specialised solvers."""
+    return config.specialised and all(isinstance(innermost(shape), (Sphere, Capsule))
+                                      for shape in (shape_a, shape_b))
+
+
+def _half_length(shape, dtype):
+    """The core segment's half-length () (0 for a sphere's point)."""
+    core = innermost(shape)
+    return core.half_length if isinstance(core, Capsule) else jnp.zeros((), dtype)
+
+
+class _Contact(NamedTuple):
+    """`_contact.Contact` on scalars: core distance, normal A → B (A's frame), the simplex, the z
+    coordinates of the core witness points (each body's frame: every core point lies on its body's z
+    axis), the normal's kind."""
+
+    distance: jnp.ndarray
+    normal: Vec3
+    simplex: Simplex
+    point_a: jnp.ndarray
+    point_b: jnp.ndarray
+    normal_kind: jnp.ndarray
+
+
+# The simplex's slots and the components of its rows: its arrays are written as functions of these
+# indices (`_colliders.by_slot`).
+_SLOTS = np.arange(4)
+_COMPONENTS = np.arange(3)
+
+
+def _per_slot(*values):
+    """(4,) the `values` (up to four scalars) in the first slots, zero (or False) in the rest."""
+    return by_slot(_SLOTS, *values)
+
+
+def _axial_rows(signs, half_length):
+    """(4, 3) rows (0, 0, sign · half_length) of segment ends given by `signs` (4,) (∓1, 0 unused)."""
+    return jnp.where(_COMPONENTS == 2, (signs * half_length)[..., None], 0)
+
+
+def _repeated_rows(vector: Vec3, count: int):
+    """(4, 3) `vector` in the first `count` rows, zero in the rest."""
+    return jnp.where((_SLOTS < count)[:, None], vector.array(), 0)
+
+
+def _point_point(rotation: Rotation, translation: Vec3, resolution) -> _Contact:
+    """Two points: A's at A's origin, B's at `translation`; coincident, the normal is +z."""
+    dtype = translation.x.dtype
+    zero = jnp.zeros((), dtype)
+    apart = translation.largest_abs() > resolution
+    normal = where(apart, translation, Vec3.axis(2, dtype)).unit()
+    no_points = jnp.zeros((4, 3), dtype)
+    simplex = Simplex(_repeated_rows(normal, 1), _repeated_rows(-rotation.apply_transpose(normal), 1),
+                      no_points, no_points, _per_slot(jnp.ones((), dtype)), _SLOTS < 1)
+    return _Contact(normal.dot(translation), normal, simplex, zero, zero,
+                    jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
+
+
+def _point_segment(rotation: Rotation, translation: Vec3, half_b, resolution) -> _Contact:
+    """A point (A's origin) and B's core segment; on the segment, any direction across it."""
+    dtype = translation.x.dtype
+    zero = jnp.zeros((), dtype)
+    start = translation - rotation.column(2) * half_b
+    end = translation + rotation.column(2) * half_b
+    along = point_segment(Vec3(zero, zero, zero), start, end)
+    closest = start + (end - start) * along
+    apart = closest.largest_abs() > resolution
+    axis = (end - start).unit()
+    normal = where(apart, closest, where(axis.is_zero(), Vec3.axis(2, dtype), axis).across()).unit()
+    ends = _per_slot(-jnp.ones((), dtype), jnp.ones((), dtype))
+    simplex = Simplex(_repeated_rows(normal, 2), _axial_rows(ends, 1), jnp.zeros((4, 3), dtype),
+                      _axial_rows(ends, half_b), _per_slot(1 - along, along), _per_slot(along < 1, along > 0))
+    return _Contact(normal.dot(closest), normal, simplex, zero, half_b * (2 * along - 1),
+                    jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
+
+
+def _segment_pair_simplex(half_a, half_b, s, t, diagonal_along, far_sign, use_diagonal) -> Simplex:
+    """The simplex of the closest features of two segments with closest points at parameters `s`, `t`
+    in [0, 1] (from the −z end). Both inside: three corners of D's parallelogram of the two segments
+    (`_colliders.parallelogram`); an end against the other's inside: that end with the other's two
+    ends; two ends: one point.
+
+    Where `use_diagonal` (parallel segments, both points inside), D's parallelogram is flat and its
+    long diagonal's ends hold the contact instead: (A's −z end, B's end of sign `far_sign`) and (A's +z
+    end, B's other end), weighted (1 − `diagonal_along`, `diagonal_along`).
+    """
+    inside_a, inside_b = (s > 0) & (s < 1), (t > 0) & (t < 1)
+    both = inside_a & inside_b
+    end_a, end_b = s >= 1, t >= 1  # the + ends, where the parameter was clamped to 1
+    # An end against an inside: the inside's ends in slots 0 and 1.
+    corner_a, corner_b, corner_weights = parallelogram(s, t, _SLOTS)
+    high_a = jnp.where(both, corner_a, jnp.where(inside_a, _SLOTS == 1, end_a))
+    high_b = jnp.where(both, corner_b, jnp.where(~inside_a & inside_b, _SLOTS == 1, end_b))
+    one = jnp.ones_like(s)
+    weights = jnp.where(both, corner_weights, jnp.where(inside_a, _per_slot(1 - s, s), jnp.where(
+        inside_b, _per_slot(1 - t, t), _per_slot(one))))
+    count = jnp.where(both, 3, jnp.where(inside_a | inside_b, 2, 1))
+    signs_a = jnp.where(_SLOTS < 3, jnp.where(high_a, 1, -1), 0).astype(s.dtype)
+    signs_b = jnp.where(_SLOTS < 3, jnp.where(high_b, 1, -1), 0).astype(s.dtype)
+    signs_a = jnp.where(use_diagonal, _per_slot(-one, one), signs_a)
+    signs_b = jnp.where(use_diagonal, _per_slot(far_sign, -far_sign), signs_b)
+    weights = jnp.where(use_diagonal, _per_slot(1 - diagonal_along, diagonal_along), weights)
+    mask = _SLOTS < jnp.where(use_diagonal, 2, count)
+    return Simplex(_axial_rows(signs_a, 1), _axial_rows(signs_b, 1), _axial_rows(signs_a, half_a),
+                   _axial_rows(signs_b, half_b), weights, mask)
+
+
+def _segment_segment(rotation: Rotation, translation: Vec3, half_a, half_b, resolution) -> _Contact:
+    """A's core segment (along A's z) and B's."""
+    dtype = translation.x.dtype
+    zero = jnp.zeros((), dtype)
+    start_a, end_a = Vec3(zero, zero, -half_a), Vec3(zero, zero, half_a)
+    start_b = translation - rotation.column(2) * half_b
+    end_b = translation + rotation.column(2) * half_b
+    s, t = segment_segment(start_a, end_a, start_b, end_b)
+    axis_a, axis_b = end_a - start_a, end_b - start_b
+    parallel = nearly_parallel(axis_a, axis_b)
+    # Parallel segments overlapping: the diagonal of D's flat parallelogram (`_segment_pair_simplex`),
+    # weighted at the origin's projection onto it, so that both witness points lie on their segments.
+    same_way = axis_a.dot(axis_b) >= 0
+    along = point_segment(Vec3(zero, zero, zero), where(same_way, end_b, start_b) - start_a,
+                          where(same_way, start_b, end_b) - end_a)
+    far_sign = jnp.where(same_way, 1, -1).astype(dtype)
+    use_diagonal = (s > 0) & (s < 1) & (t > 0) & (t < 1) & parallel
+    simplex = _segment_pair_simplex(half_a, half_b, s, t, along, far_sign, use_diagonal)
+    # The simplex's weighted points, directly: the closest points' parameters, or the diagonal's.
+    point_a = half_a * (2 * jnp.where(use_diagonal, along, s) - 1)
+    point_b = half_b * jnp.where(use_diagonal, far_sign * (1 - 2 * along), 2 * t - 1)
+    gap = rotation.column(2) * point_b + translation - Vec3(zero, zero, point_a)
+    apart = gap.largest_abs() > resolution
+    # Cores that cross (or lie on one line) separate fastest across both: the parallelogram's normal,
+    # towards B's centre; on one line, any direction across it.
+    crossing = axis_a.cross(axis_b)
+    towards_b = crossing * jnp.where(crossing.dot(translation) < 0, -1, 1).astype(dtype)
+    line = where(axis_a.is_zero(), axis_b, axis_a).unit()
+    across = where(line.is_zero(), Vec3.axis(2, dtype), line).across()
+    normal = where(apart, gap, where(parallel, across, towards_b)).unit()
+    skew_face = (s > 0) & (s < 1) & (t > 0) & (t < 1) & ~parallel
+    kind = jnp.where(apart, NormalKind.FROM_CLOSEST,
+                     jnp.where(skew_face, NormalKind.FROM_FACE, NormalKind.FIXED))
+    return _Contact(normal.dot(gap), normal, simplex, point_a, point_b, kind)
+
+
+def _exchanged(contact: _Contact, rotation: Rotation) -> _Contact:
+    """The contact of (A, B) from that of (B, A), which is in B's frame (`_colliders.exchanged`)."""
+    s = contact.simplex
+    return _Contact(contact.distance, -rotation.apply(contact.normal),
+                    Simplex(s.directions_b, s.directions_a, s.points_b, s.points_a, s.weights, s.mask),
+                    contact.point_b, contact.point_a, contact.normal_kind)
+
+
+def _core_contact(shape_a, shape_b, rotation: Rotation, translation: Vec3, resolution) -> _Contact:
+    """The cores' contact, A's frame, by the solver of their kinds (trace time)."""
+    dtype = translation.x.dtype
+    segment_a, segment_b = (isinstance(innermost(shape), Capsule) for shape in (shape_a, shape_b))
+    half_a, half_b = _half_length(shape_a, dtype), _half_length(shape_b, dtype)
+    if segment_a and segment_b:
+        return _segment_segment(rotation, translation, half_a, half_b, resolution)
+    if segment_b:
+        return _point_segment(rotation, translation, half_b, resolution)
+    if segment_a:  # solved as (B, A): B's pose in A's frame is (Rᵀ, −Rᵀ t)
+        inverse = rotation.transpose()
+        return _exchanged(_point_segment(inverse, -inverse.apply(translation), half_a, resolution),
+                          rotation)
+    return _point_point(rotation, translation, resolution)
+
+
+def _unit_quaternion(rotation):
+    """The components (w, x, y, z) of the quaternion `rotation` (4,) over its norm, and whether it
+    normalises (a finite norm above `tiny`: `_pose.normalized_quaternion`)."""
+    components = [rotation[i] for i in range(4)]
+    w, x, y, z = components
+    norm_sq = w * w + x * x + y * y + z * z
+    is_valid = (norm_sq > tiny(rotation.dtype)) & jnp.isfinite(norm_sq)
+    norm = jnp.sqrt(jnp.where(is_valid, norm_sq, 1))
+    return [c / norm for c in components], is_valid
+
+
+def _all_of(flags):
+    total = jnp.asarray(True)
+    for flag in flags:
+        total = total & flag
+    return total
+
+
+def _feature(shape, margin, direction_z, relative_tolerance) -> Feature:
+    """`Shape.feature` along a direction with z component `direction_z` (): CURVED where the margin is
+    positive, else the core's (a point's vertex, a segment's end or edge)."""
+    if isinstance(innermost(shape), Capsule):
+        core = segment_feature(innermost(shape).half_length, direction_z, relative_tolerance)
+    else:
+        core = feature_without_vertices(FeatureDim.VERTEX)
+    curved = feature_without_vertices(FeatureDim.CURVED)
+    return jax.tree_util.tree_map(lambda c, f: jnp.where(margin > 0, c, f), curved, core)
+
+
+def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, distance_upper_bound):
+    """`_solve.Solution` of one query on a pair that `handles` accepts (the stages of `_solve.solve`)."""
+    from ._solve import Solution, cast  # _solve dispatches here
+
+    # prepare: one dtype; validity; shapes sanitised by their own validity (shapes shared by a batch of
+    # poses stay unbatched), poses by the pair's; B's pose in A's frame; the pair's scale.
+    dtype = float_dtype(*float_leaves((shape_a, pose_a, shape_b, pose_b)))
+    shape_a, pose_a, shape_b, pose_b = cast((shape_a, pose_a, shape_b, pose_b), dtype)
+    sizes = jax.tree_util.tree_leaves((shape_a, shape_b))  # radii and half-lengths: finite, ≥ 0
+    shapes_valid = _all_of(jnp.isfinite(size) & (size >= 0) for size in sizes)
+    poses_finite = _all_of(jnp.isfinite(pose.translation[i]) for pose in (pose_a, pose_b) for i in range(3))
+    (unit_a, rotation_a_ok), (unit_b, rotation_b_ok) = (_unit_quaternion(pose.rotation)
+                                                        for pose in (pose_a, pose_b))
+    is_valid = shapes_valid & poses_finite & rotation_a_ok & rotation_b_ok
+    shape_a, shape_b = jax.tree_util.tree_map(lambda leaf: jnp.where(shapes_valid, leaf, 0),
+                                              (shape_a, shape_b))
+    rotation_a, rotation_b = (
+        Rotation.of_unit_quaternion(*(jnp.where(is_valid, c, float(i == 0)) for i, c in enumerate(unit)))
+        for unit in (unit_a, unit_b))
+    zero3 = Vec3(*(jnp.zeros((), dtype),) * 3)
+    translation_a, translation_b = (where(is_valid, Vec3.of(pose.translation), zero3)
+                                    for pose in (pose_a, pose_b))
+    rotation = rotation_a.transpose() @ rotation_b
+    translation = rotation_a.apply_transpose(translation_b - translation_a)
+    scale = jnp.maximum(jnp.maximum(shape_a.reach(), shape_b.reach()), translation.largest_abs())
+    resolution = touching_resolution(scale)
+
+    contact = _core_contact(shape_a, shape_b, rotation, translation, resolution)
+
+    # world_result: margins, touching, status, world frame, features, placeholders for invalid input.
+    margin_a, margin_b = shape_a.margin(), shape_b.margin()
+    margin = margin_a + margin_b
+    signed = contact.distance - margin
+    signed = jnp.where(jnp.abs(signed) <= resolution, 0, signed)
+    if mode is QueryMode.SIGNED:
+        status = jnp.where(signed > 0, Status.SEPARATED, jnp.where(signed < 0, Status.PENETRATING,
+                                                                   Status.INTERSECTING))
+    else:
+        status = jnp.where((contact.distance > 0) & (signed > 0), Status.SEPARATED, Status.INTERSECTING)
+        if distance_upper_bound is not None:
+            status = jnp.where(contact.distance - margin > distance_upper_bound, Status.BOUND_EXCEEDED,
+                               status)
+    normal = rotation_a.apply(contact.normal)
+    point_a = rotation_a.column(2) * contact.point_a + translation_a + normal * margin_a
+    point_b = rotation_b.column(2) * contact.point_b + translation_b - normal * margin_b
+    tangent_scale = jnp.ones((), dtype)
+    has_features = is_valid
+    if mode is not QueryMode.SIGNED:
+        overlapping = signed <= 0
+        has_features = has_features & ~overlapping
+        middle = (point_a + point_b) * 0.5
+        point_a, point_b = where(overlapping, middle, point_a), where(overlapping, middle, point_b)
+        tangent_scale = jnp.where(overlapping, 0, tangent_scale)
+        signed = jnp.maximum(signed, 0)
+    tolerance = config.resolved(dtype).feature_tolerance
+    no_feature = feature_without_vertices(FeatureDim.NONE)
+    directions_z = contact.normal.z, -rotation.column(2).dot(contact.normal)  # A's, B's frame
+    feature_a, feature_b = (
+        jax.tree_util.tree_map(lambda held, none: jnp.where(has_features, held, none),
+                               _feature(shape, shape_margin, direction_z, tolerance), no_feature)
+        for shape, shape_margin, direction_z in zip((shape_a, shape_b), (margin_a, margin_b), directions_z,
+                                                    strict=True))
+    zeros3 = jnp.zeros(3, dtype)
+    result = DistanceResult(
+        distance=jnp.where(is_valid, signed, 0).astype(dtype),
+        point_a=jnp.where(is_valid, point_a.array(), zeros3),
+        point_b=jnp.where(is_valid, point_b.array(), zeros3),
+        normal=jnp.where(is_valid, normal.array(), jnp.array([0, 0, 1], dtype)),
+        status=jnp.where(is_valid, status, Status.INVALID_INPUT).astype(jnp.int32),
+        iterations=jnp.zeros((), jnp.int32),
+        simplex=contact.simplex,
+        feature_a=feature_a,
+        feature_b=feature_b,
+    )
+    return Solution(result, jnp.asarray(contact.normal_kind, jnp.int32),
+                    jnp.where(is_valid, tangent_scale, 0).astype(dtype), None)
