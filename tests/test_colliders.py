@@ -395,6 +395,67 @@ def test_hessians_are_finite_at_coincident_centres_and_parallel_capsules():
             assert np.all(np.isfinite(leaf))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sphere_capsule_path_reports_features_bounds_and_placeholders(dtype):
+    """The sphere and capsule pairs' own path (`_sphere_capsule`), on what the closed-form comparisons
+    above do not reach: `Rounded` capsules (margin = both radii), the features of zero-radius cores
+    (a segment broadside: its edge, ends 0 and 1; end-on: the + end; a point: its vertex), a distance
+    bound, and invalid inputs (NaN, a zero quaternion, a negative radius) in the same typed batch."""
+    identity = [1.0, 0, 0, 0]
+    sideways = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]  # the capsule's axis along −y
+    # (capsule radius, half-length, rounding; its pose; the sphere's radius and centre)
+    rows = [((0.0, 0.5, 0.0), ([0, 0, 0], identity), (0.25, [1.0, 0.0, 0.1])),  # broadside: edge
+            ((0.0, 0.5, 0.0), ([0, 0, 0], identity), (0.25, [0.0, 0.0, 1.5])),  # beyond the + end
+            ((0.1, 0.5, 0.05), ([0, 0, 0], sideways), (0.0, [0.1, 0.1, 0.0])),  # rounded, overlapping
+            ((0.1, 0.5, 0.05), ([1, 2, 3], identity), (0.0, [1, 2, 5])),  # beyond the distance bound
+            ((0.1, np.nan, 0.0), ([0, 0, 0], identity), (0.25, [1.0, 0, 0])),
+            ((0.1, 0.5, 0.0), ([0, 0, 0], [0.0, 0, 0, 0]), (0.25, [1.0, 0, 0])),
+            ((-0.1, 0.5, 0.0), ([0, 0, 0], identity), (0.25, [1.0, 0, 0]))]
+    capsules = jg.Rounded(jg.Capsule(jnp.asarray([r[0][0] for r in rows], dtype),
+                                     jnp.asarray([r[0][1] for r in rows], dtype)),
+                          jnp.asarray([r[0][2] for r in rows], dtype))
+    poses_a = jg.Pose(jnp.asarray([r[1][0] for r in rows], dtype),
+                      jnp.asarray([r[1][1] for r in rows], dtype))
+    spheres = jg.Sphere(jnp.asarray([r[2][0] for r in rows], dtype))
+    poses_b = jg.Pose(jnp.asarray([r[2][1] for r in rows], dtype), jnp.tile(jnp.asarray(identity, dtype),
+                                                                             (len(rows), 1)))
+
+    def queries(*pair):
+        return (*three_queries(*pair), jg.distance(*pair, distance_upper_bound=1.0),
+                jg.signed_distance(*pair[2:], *pair[:2]))
+
+    signed, unsigned, hits, bounded, swapped = jax.jit(jax.vmap(queries))(capsules, poses_a, spheres, poses_b)
+    distance = np.asarray(signed.distance, np.float64)
+    tolerance = TOLERANCE[dtype] * 4
+    expected = [1.0 - 0.25, 1.5 - 0.5 - 0.25, 0.1 - 0.15, 2 - 0.5 - 0.15]
+    np.testing.assert_allclose(distance[:4], expected, atol=tolerance)
+    assert list(np.asarray(signed.status)) == [jg.Status.SEPARATED] * 2 + [jg.Status.PENETRATING] + [
+        jg.Status.SEPARATED] + [jg.Status.INVALID_INPUT] * 3
+    for result in (signed, unsigned, bounded, swapped):  # the documented placeholders
+        np.testing.assert_array_equal(np.asarray(result.status)[4:], jg.Status.INVALID_INPUT)
+        np.testing.assert_array_equal(np.asarray(result.distance)[4:], 0)
+        np.testing.assert_array_equal(np.asarray(result.normal)[4:], [[0, 0, 1]] * 3)
+        np.testing.assert_array_equal(np.asarray(result.point_a)[4:], 0)
+        np.testing.assert_array_equal(np.asarray(result.feature_a.dimension)[4:], jg.FeatureDim.NONE)
+    assert list(np.asarray(hits)) == [False, False, True, False, False, False, False]
+    assert list(np.asarray(unsigned.status)[:4]) == [jg.Status.SEPARATED] * 2 + [jg.Status.INTERSECTING,
+                                                                                 jg.Status.SEPARATED]
+    assert int(np.asarray(bounded.status)[3]) == jg.Status.BOUND_EXCEEDED
+    # Features: the zero-radius segment's edge (ends 0 and 1) and its + end, CURVED where rounded.
+    dimensions = np.asarray(signed.feature_a.dimension)[:4]
+    curved, vertex = jg.FeatureDim.CURVED, jg.FeatureDim.VERTEX
+    assert list(dimensions) == [jg.FeatureDim.EDGE, vertex, curved, curved]
+    assert list(np.asarray(signed.feature_a.vertices)[0]) == [0, 1, -1, -1]
+    assert list(np.asarray(signed.feature_a.vertices)[1]) == [1, -1, -1, -1]
+    assert list(np.asarray(signed.feature_b.dimension)[:4]) == [curved, curved, vertex, vertex]
+    assert list(np.asarray(swapped.feature_b.dimension)[:4]) == list(dimensions)
+    # The exchanged order: the same distances, the normal and the points swapped.
+    for got, want in ((swapped.distance, distance), (swapped.normal, -np.asarray(signed.normal)),
+                      (swapped.point_a, signed.point_b)):
+        np.testing.assert_allclose(np.asarray(got)[:4], np.asarray(want)[:4], atol=tolerance)
+    assert np.all(np.asarray(signed.iterations) == 0)
+
+
 # --- half-spaces ------------------------------------------------------------------------------------
 
 def _half_space_partners(rng):

@@ -184,9 +184,10 @@ def test_curved_and_composite_shapes():
 
 
 def test_rounded_shapes_features_in_batches_with_and_without_a_zero_radius():
-    """Capsules and `Rounded` boxes search their core's vertices only where some pair of a batch has a
-    zero radius (`Shape.usually_rounded`): the same features in a typed batch mixing zero and positive
-    radii, in one where every radius is positive (the search skipped), and for one pair."""
+    """`Rounded` boxes search their core's vertices only where some pair of a batch has a zero radius
+    (`Shape.usually_rounded`), capsules have theirs in closed form (`_features.segment_feature`): the
+    same features in a typed batch mixing zero and positive radii, in one where every radius is
+    positive (the search skipped), and for one pair."""
     box = jg.Box(jnp.asarray(CUBE))
     above = [2.5, 0.1, 0.2]
     axis_to_x, axis_to_y = (rotation_between([0, 0, 1], v) for v in ([1, 0, 0], [0, 1, 0]))
