@@ -40,7 +40,16 @@ from ._tolerance import (
     epsilon,
     power_of_two_scale,
 )
-from ._vector import dot, first_argmin, largest_abs, perpendicular, select, triple_product, unit_vector
+from ._vector import (
+    dot,
+    first_argmin,
+    largest_abs,
+    perpendicular,
+    select,
+    triple_product,
+    unit_vector,
+    used_first,
+)
 
 _NEXT = np.array([1, 2, 0])  # edge k of a face runs from corner k to corner _NEXT[k]
 
@@ -114,7 +123,7 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     points then tie and may fall back onto the line), a triangle the support point along its normal
     or the opposite one, whichever lies farther from its plane.
     """
-    order = jnp.argsort(~simplex.mask, stable=True)  # used slots first
+    order = used_first(simplex.mask)  # used slots first
     start = pair.points_from_directions(simplex.directions_a[order], simplex.directions_b[order])
     count = jnp.sum(simplex.mask)
     p = start.point

@@ -156,7 +156,7 @@ class Shape(abc.ABC):
 def nearest_tied_vertex(vertices, scores, direction, hint):
     """The vertex of `vertices` (N, 3) nearest `hint` (3,) among those whose `scores` (N,) (dot
     products with `direction` (3,); -inf for padding) are the largest to a few roundings."""
-    rounding = (VERTEX_TIE_ROUNDINGS * epsilon(scores.dtype) * jnp.linalg.norm(direction)
+    rounding = (VERTEX_TIE_ROUNDINGS * epsilon(scores.dtype) * jnp.sqrt(dot(direction, direction))
                 * jnp.max(jnp.abs(vertices)))
     tied = scores >= jnp.max(scores) - rounding
     offsets = vertices - hint
@@ -166,7 +166,8 @@ def nearest_tied_vertex(vertices, scores, direction, hint):
 def _side_tied(gap, direction, size):
     """() bool: the two ends of a straight side, whose values along `direction` (3,) differ by `gap` (),
     tie to `SIDE_TIE_ROUNDINGS` roundings of |direction| · `size` ()."""
-    return jnp.abs(gap) <= SIDE_TIE_ROUNDINGS * epsilon(direction.dtype) * jnp.linalg.norm(direction) * size
+    length = jnp.sqrt(dot(direction, direction))  # per component: a short reduction is a library call
+    return jnp.abs(gap) <= SIDE_TIE_ROUNDINGS * epsilon(direction.dtype) * length * size
 
 
 def _axial_end(direction, half_length, hint=None):

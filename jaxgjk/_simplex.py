@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._tolerance import FLAT_TRIANGLE_ROUNDINGS, epsilon, power_of_two_scale
-from ._vector import first_argmin, leading_dot, select, take_first_axis
+from ._vector import first_argmin, leading_dot, select, take_first_axis, used_first
 
 EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
 TRIANGLES = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
@@ -162,7 +162,7 @@ def face_weights(points, face_mask):
     would not do: a nearly degenerate unused face has huge derivatives, and reverse mode multiplies
     them by the zero cotangent, giving NaN.) Degenerate faces give finite weights.
     """
-    order = jnp.argsort(~face_mask, stable=True)  # the face's vertices first
+    order = used_first(face_mask)  # the face's vertices first
     count = jnp.sum(face_mask)
     ordered = points[order]
     # The weights do not change with the scale of the points: measured in units of the face's size,

@@ -16,9 +16,10 @@ import numpy as np
 
 from ._contact import NormalKind
 from ._result import DistanceResult, Simplex
+from ._scalars import Rotation, Vec3
 from ._simplex import face_weights
 from ._solve import cast, solve, solve_signed_rows
-from ._vector import dot, matvec, rmatvec, select, unit_vector
+from ._vector import dot, matvec, rmatvec, select, unit_vector, used_first
 
 
 def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
@@ -33,7 +34,7 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     """
     # Used slots first, unused ones repeating the first: the face normal of fewer than three points
     # is then exactly zero (a safe zero for `unit_vector`), not a NaN-prone near-zero from stale slots.
-    order = jnp.argsort(~simplex.mask, stable=True)
+    order = used_first(simplex.mask)
     mask = simplex.mask[order]
 
     def support_points(shape, pose, directions, hints):
@@ -41,7 +42,12 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
         directions, hints = directions[order], hints[order]
         directions = jnp.where(mask[:, None], directions, directions[0])
         hints = jnp.where(mask[:, None], hints, hints[0])
-        return pose.apply(jax.vmap(shape.core_support_near)(directions, hints))
+        # Slot by slot, not vmapped, and rotated on the matrix's entries as scalars (`_scalars`):
+        # reverse mode then sums the slots' cotangents of the pose with adds, where a vmap's broadcast
+        # transposes to a short reduction and a matrix's column slices to pads (slow on XLA:CPU).
+        rotation = Rotation.of_unit_quaternion(*pose.unit_rotation())
+        return jnp.stack([rotation.apply(Vec3.of(shape.core_support_near(direction, hint))).array()
+                          + pose.translation for direction, hint in zip(directions, hints, strict=True)])
 
     points_a = support_points(shape_a, pose_a, simplex.directions_a, simplex.points_a)
     points_b = support_points(shape_b, pose_b, simplex.directions_b, simplex.points_b)
