@@ -33,7 +33,7 @@ F's face — Q's edges clipped to F's rectangle and F's corners that project int
 combination of points of the (convex) overlap of the two features, so it lies on both projections;
 the witness on F is its projection onto F's face. An edge axis: the closest points of the two support
 edges. The simplex is D's face: three corners of F's face against O's deepest corner (affine weights
-of that corner's projection), or D's parallelogram of the two edges (`segment_pair_simplex`).
+of that corner's projection), or D's parallelogram of the two edges (`_colliders.parallelogram`).
 
 Rounding. Within a tolerance of 32 ε times the sizes and the centres' offset, O's corners tie (a face
 tilted by rounding is a face contact); overlapping cores take the deepest axis, a face's where an edge
@@ -171,7 +171,7 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
 def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal):
     """The contact of A's support edge along `normal` (3,) parallel to its axis `axis_a` and B's support
     edge along −normal parallel to its axis `axis_b`: the simplex of D's parallelogram of the two edges
-    (`segment_pair_simplex`'s) weighted at the closest points of their lines, each clamped to its edge,
+    (`_colliders.parallelogram`'s) weighted at the closest points of their lines, each clamped to its edge,
     those points (A's frame, B's frame), and whether it spans a face of D (the edges are not parallel
     to rounding)."""
     def edge_directions(axis, direction):  # the sign vectors (2, 3) of the edge's ends
@@ -303,7 +303,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
 
     simplex = jax.tree_util.tree_map(choose, face_simplex, edge_simplex, corner_simplex)
     point_a, point_b = (choose(*sides) for sides in zip(face_points, edge_points, corner_points, strict=True))
-    if edges_a == _SEGMENT_EDGES:  # the segment's ends by (0, 0, ±1), as `_segment_ends` holds them
+    if edges_a == _SEGMENT_EDGES:  # the segment's ends by (0, 0, ±1), as `_sphere_capsule` holds them
         simplex = Simplex(simplex.directions_a * jnp.asarray([0, 0, 1], dtype), simplex.directions_b,
                           simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
     spans_face = jnp.where(use_face, face_slots[3][2], edge_is_face)  # a face's third slot in use
