@@ -23,11 +23,12 @@ from ._checks import float_leaves
 from ._closest import nearly_parallel, point_segment, segment_segment
 from ._colliders import by_slot, innermost, parallelogram
 from ._contact import NormalKind, QueryMode
-from ._features import Feature, FeatureDim, feature_without_vertices, segment_feature
+from ._features import Feature, FeatureDim, feature_without_vertices
+from ._pose import normalized_quaternion
 from ._result import Config, DistanceResult, Simplex, Status
 from ._scalars import Rotation, Vec3, where
 from ._shapes import Capsule, Sphere
-from ._tolerance import float_dtype, tiny, touching_resolution
+from ._tolerance import float_dtype, touching_resolution
 
 
 def handles(config: Config, shape_a, shape_b) -> bool:
@@ -199,17 +200,6 @@ def _core_contact(shape_a, shape_b, rotation: Rotation, translation: Vec3, resol
     return _point_point(rotation, translation, resolution)
 
 
-def _unit_quaternion(rotation):
-    """The components (w, x, y, z) of the quaternion `rotation` (4,) over its norm, and whether it
-    normalises (a finite norm above `tiny`: `_pose.normalized_quaternion`)."""
-    components = [rotation[i] for i in range(4)]
-    w, x, y, z = components
-    norm_sq = w * w + x * x + y * y + z * z
-    is_valid = (norm_sq > tiny(rotation.dtype)) & jnp.isfinite(norm_sq)
-    norm = jnp.sqrt(jnp.where(is_valid, norm_sq, 1))
-    return [c / norm for c in components], is_valid
-
-
 def _all_of(flags):
     total = jnp.asarray(True)
     for flag in flags:
@@ -220,10 +210,8 @@ def _all_of(flags):
 def _feature(shape, margin, direction_z, relative_tolerance) -> Feature:
     """`Shape.feature` along a direction with z component `direction_z` (): CURVED where the margin is
     positive, else the core's (a point's vertex, a segment's end or edge)."""
-    if isinstance(innermost(shape), Capsule):
-        core = segment_feature(innermost(shape).half_length, direction_z, relative_tolerance)
-    else:
-        core = feature_without_vertices(FeatureDim.VERTEX)
+    zero = jnp.zeros_like(direction_z)
+    core = innermost(shape).core_feature(Vec3(zero, zero, direction_z).array(), relative_tolerance)
     curved = feature_without_vertices(FeatureDim.CURVED)
     return jax.tree_util.tree_map(lambda c, f: jnp.where(margin > 0, c, f), curved, core)
 
@@ -239,13 +227,13 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, dis
     sizes = jax.tree_util.tree_leaves((shape_a, shape_b))  # radii and half-lengths: finite, ≥ 0
     shapes_valid = _all_of(jnp.isfinite(size) & (size >= 0) for size in sizes)
     poses_finite = _all_of(jnp.isfinite(pose.translation[i]) for pose in (pose_a, pose_b) for i in range(3))
-    (unit_a, rotation_a_ok), (unit_b, rotation_b_ok) = (_unit_quaternion(pose.rotation)
+    (unit_a, rotation_a_ok), (unit_b, rotation_b_ok) = (normalized_quaternion(pose.rotation)
                                                         for pose in (pose_a, pose_b))
     is_valid = shapes_valid & poses_finite & rotation_a_ok & rotation_b_ok
     shape_a, shape_b = jax.tree_util.tree_map(lambda leaf: jnp.where(shapes_valid, leaf, 0),
                                               (shape_a, shape_b))
     rotation_a, rotation_b = (
-        Rotation.of_unit_quaternion(*(jnp.where(is_valid, c, float(i == 0)) for i, c in enumerate(unit)))
+        Rotation.of_unit_quaternion(*(jnp.where(is_valid, unit[i], float(i == 0)) for i in range(4)))
         for unit in (unit_a, unit_b))
     zero3 = Vec3(*(jnp.zeros((), dtype),) * 3)
     translation_a, translation_b = (where(is_valid, Vec3.of(pose.translation), zero3)
