@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
+from ._tolerance import SHORT_REDUCTION
 from ._vector import dot, first_argmax, largest_abs, leading_max
 
 # How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
@@ -71,9 +72,67 @@ def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature
     mask = jnp.ones(vertices.shape[0], bool) if mask is None else mask
     exposed, tolerance = exposed_vertices(vertices, mask, direction, relative_tolerance)
     dimension, _, _, _ = exposed_span(vertices, exposed, tolerance)
-    (indices,) = jnp.nonzero(exposed, size=MAX_FEATURE_VERTICES, fill_value=-1)
-    return Feature(dimension.astype(jnp.int32), indices.astype(jnp.int32),
-                   jnp.sum(exposed).astype(jnp.int32))
+    indices, count = _listed(exposed)
+    return Feature(dimension.astype(jnp.int32), indices, count)
+
+
+def _listed(exposed):
+    """The first `MAX_FEATURE_VERTICES` indices (int32, −1 past the last) of the True entries of
+    `exposed` ((N,) or a sequence of N scalars), and their number () int32: `jnp.nonzero` and
+    `jnp.sum`. Up to `SHORT_REDUCTION` entries (a box's corners) each entry is placed by its rank among
+    the True ones before it, written slot by slot: under vmap `jnp.nonzero` is a windowed running sum
+    and a scatter, and the sum a reduction over a short axis, all library calls over the batch."""
+    if len(exposed) > SHORT_REDUCTION:
+        (indices,) = jnp.nonzero(exposed, size=MAX_FEATURE_VERTICES, fill_value=-1)
+        return indices.astype(jnp.int32), jnp.sum(exposed).astype(jnp.int32)
+    slots = np.arange(MAX_FEATURE_VERTICES)
+    shifted, before = 0, jnp.zeros((), jnp.int32)  # index + 1 in the slot of its rank; entries before
+    for j in range(len(exposed)):
+        shifted = shifted + jnp.where(exposed[j] & (before == slots), j + 1, 0)
+        before = before + exposed[j].astype(jnp.int32)
+    return (shifted - 1).astype(jnp.int32), before
+
+
+def _pick(values, index):
+    """values[index] of a sequence of scalars (`index` () int)."""
+    picked = values[-1]
+    for j in reversed(range(len(values) - 1)):
+        picked = jnp.where(index == j, values[j], picked)
+    return picked
+
+
+def box_feature(half_extents, direction, relative_tolerance) -> Feature:
+    """`vertex_set_feature` of a box's eight corners (numbered ``x + 2y + 4z``, 1 for the + side) of
+    half extents (3,) along `direction` (3,), corner by corner on scalars, the same operations in the
+    same order (so the same feature to the bit): under vmap the array form is short strided rows,
+    reductions over eight entries and gathers, which cost more than a closed-form query's contact."""
+    half = [half_extents[..., i] for i in range(3)]
+    corners = [[half[i] if (c >> i) & 1 else -half[i] for i in range(3)] for c in range(8)]
+
+    def dot3(p, q):
+        return p[0] * q[0] + p[1] * q[1] + p[2] * q[2]
+
+    size = jnp.maximum(jnp.maximum(jnp.abs(half[0]), jnp.abs(half[1])), jnp.abs(half[2]))
+    tolerance = relative_tolerance * size
+    heights = [dot3(corner, [direction[..., i] for i in range(3)]) for corner in corners]
+    exposed = [height >= leading_max(heights) - tolerance for height in heights]
+    first = first_argmax(exposed)
+    origin = [_pick([corner[i] for corner in corners], first) for i in range(3)]
+    offsets = [[corner[i] - origin[i] for i in range(3)] for corner in corners]
+    lengths = [jnp.where(e, jnp.sqrt(dot3(o, o)), 0) for e, o in zip(exposed, offsets, strict=True)]
+    far = first_argmax(lengths)
+    length = _pick(lengths, far)
+    axis = [_pick([o[i] for o in offsets], far) / jnp.where(length > 0, length, 1) for i in range(3)]
+    widths = []
+    for e, o in zip(exposed, offsets, strict=True):
+        along = dot3(o, axis)
+        off_line = [o[i] - along * axis[i] for i in range(3)]
+        widths.append(jnp.where(e, jnp.sqrt(dot3(off_line, off_line)), 0))
+    width = _pick(widths, first_argmax(widths))
+    dimension = jnp.where(length <= tolerance, FeatureDim.VERTEX,
+                          jnp.where(width <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))
+    indices, count = _listed(exposed)
+    return Feature(dimension.astype(jnp.int32), indices, count)
 
 
 def exposed_vertices(vertices, mask, direction, relative_tolerance):
@@ -122,7 +181,7 @@ def segment_feature(half_length, direction_z, relative_tolerance) -> Feature:
     top = jnp.maximum(-height, height) - tolerance
     low_end, high_end = -height >= top, height >= top
     both = low_end & high_end
-    # By slot, not stacked from scalars (`_sphere_capsule`: XLA:CPU's loops over a stack recompute).
+    # By slot, not stacked from scalars (`_scalar_pairs`: XLA:CPU's loops over a stack recompute).
     slots = np.arange(MAX_FEATURE_VERTICES)
     vertices = jnp.where(slots == 0, jnp.where(low_end, 0, 1), jnp.where((slots == 1) & both, 1, -1))
     vertices = vertices.astype(jnp.int32)

@@ -18,7 +18,14 @@ import numpy as np
 
 from ._checks import check_array, float_leaves, is_nonnegative
 from ._dataclass import pytree_dataclass
-from ._features import Feature, FeatureDim, feature_without_vertices, segment_feature, vertex_set_feature
+from ._features import (
+    Feature,
+    FeatureDim,
+    box_feature,
+    feature_without_vertices,
+    segment_feature,
+    vertex_set_feature,
+)
 from ._gate import compute_where
 from ._tolerance import SIDE_TIE_ROUNDINGS, VERTEX_TIE_ROUNDINGS, epsilon, float_dtype
 from ._vector import cofactor_matrix, dot, first_argmax, first_argmin, select, unit_vector
@@ -283,7 +290,7 @@ class Box(Shape):
         return jnp.asarray(2 * bits - 1, self.dtype()) * self.half_extents
 
     def core_feature(self, direction, relative_tolerance):
-        return vertex_set_feature(self.corners(), None, direction, relative_tolerance)
+        return box_feature(self.half_extents, direction, relative_tolerance)
 
     def reach(self):
         return jnp.sqrt(jnp.sum(self.half_extents**2))

@@ -73,8 +73,15 @@ def first_argmax(values):
     none compares equal to the maximum (a NaN entry). As `jnp.argmax(values, axis=0)` on finite values,
     but written as two plain reductions (max, then min of the matching indices): XLA:CPU runs argmax's
     (value, index) reduction an order of magnitude slower, and a polytope's support is one argmax over
-    its vertices."""
-    size = values.shape[0]
+    its vertices. Up to `SHORT_REDUCTION` entries, a chain per entry instead (`leading_max`), which
+    also takes a sequence of N arrays (...)."""
+    size = len(values)
+    if size <= SHORT_REDUCTION:  # per entry, as `leading_max`: a box's corners
+        largest = leading_max(values)
+        first = jnp.zeros(jnp.shape(values[0]), jnp.int32)
+        for j in reversed(range(size)):
+            first = jnp.where(values[j] == largest, j, first)
+        return first
     index = jnp.arange(size, dtype=jnp.int32).reshape((size,) + (1,) * (values.ndim - 1))
     first = jnp.min(jnp.where(values == jnp.max(values, axis=0), index, size), axis=0)
     return jnp.where(first < size, first, 0)
@@ -83,8 +90,9 @@ def first_argmax(values):
 def leading_max(values):
     """The largest entry of `values` (N, ...) along its first axis: `jnp.max(values, axis=0)`, as a
     chain of `maximum`s where N ≤ `SHORT_REDUCTION` (under vmap a reduction over a short axis runs in a
-    library kernel behind copies on XLA:CPU; the chain fuses into its neighbours)."""
-    if values.shape[0] > SHORT_REDUCTION:
+    library kernel behind copies on XLA:CPU; the chain fuses into its neighbours). Up to that size
+    `values` may also be a sequence of N arrays (...)."""
+    if len(values) > SHORT_REDUCTION:
         return jnp.max(values, axis=0)
     largest = values[0]
     for row in values[1:]:
