@@ -13,7 +13,7 @@ difference from jaxgjk's.
 The probe omits what the contract adds (validity, the touching resolution, the simplex, features,
 statuses, gradients) and the package's care for degenerate input (a segment on the other's line,
 coincident centres): it bounds what the per-component form of the specialised path can gain, it does
-not replace the solver (`_sphere_capsule`, which session 21 wrote on the same per-pair scalars).
+not replace the solver (`_scalar_pairs`, which session 21 wrote on the same per-pair scalars).
 """
 
 import time

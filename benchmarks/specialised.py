@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
-from jaxgjk import _sphere_capsule as sphere_capsule
+from jaxgjk import _scalar_pairs as scalar_pairs
 from jaxgjk._colliders import specialised_contact
 from jaxgjk._contact import QueryMode
 from jaxgjk._solve import prepare
@@ -68,9 +68,10 @@ def measure(function, args, repeats):
 
 def solver_alone(shape_a, pose_a, shape_b, pose_b):
     """The specialised contact of the prepared pair (and a curved one's normal response); for sphere
-    and capsule pairs, whose query is one stage (`_sphere_capsule`), the whole signed query."""
-    if sphere_capsule.handles(jg.Config(), shape_a, shape_b):
-        return sphere_capsule.solve(jg.Config(), QueryMode.SIGNED, shape_a, pose_a, shape_b, pose_b, None)
+    and capsule pairs and a sphere with a box, whose query is one stage (`_scalar_pairs`), the whole
+    signed query."""
+    if scalar_pairs.handles(jg.Config(), shape_a, shape_b):
+        return scalar_pairs.solve(jg.Config(), QueryMode.SIGNED, shape_a, pose_a, shape_b, pose_b, None)
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
     return specialised_contact(True, prepared.pair, touching_resolution(prepared.scale))
 

@@ -303,7 +303,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
 
     simplex = jax.tree_util.tree_map(choose, face_simplex, edge_simplex, corner_simplex)
     point_a, point_b = (choose(*sides) for sides in zip(face_points, edge_points, corner_points, strict=True))
-    if edges_a == _SEGMENT_EDGES:  # the segment's ends by (0, 0, ±1), as `_sphere_capsule` holds them
+    if edges_a == _SEGMENT_EDGES:  # the segment's ends by (0, 0, ±1), as `_scalar_pairs` holds them
         simplex = Simplex(simplex.directions_a * jnp.asarray([0, 0, 1], dtype), simplex.directions_b,
                           simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
     spans_face = jnp.where(use_face, face_slots[3][2], edge_is_face)  # a face's third slot in use

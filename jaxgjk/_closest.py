@@ -1,11 +1,10 @@
-"""Closest points between the primitive cores: points, segments and boxes (one pair, no loops).
+"""Closest points between the primitive cores: points and segments (one pair, no loops).
 
 Each function works on one pair of vectors in a common frame and returns the parameters of the closest
-points, which the colliders (`_colliders`, `_sphere_capsule`) turn into witness points and simplices.
-Points and segments are `Vec3`s of per-pair scalars (`_scalars`), boxes (3,) arrays. Degenerate inputs
-(a segment of zero length, parallel segments, a box of zero extent) are exact special cases, not
-divisions by zero: parallel segments give the middle of their overlap, so a capsule lying on another
-gets a symmetric contact.
+points, which the colliders (`_colliders`, `_scalar_pairs`) turn into witness points and simplices.
+Points and segments are `Vec3`s of per-pair scalars (`_scalars`). Degenerate inputs (a segment of zero
+length, parallel segments) are exact special cases, not divisions by zero: parallel segments give the
+middle of their overlap, so a capsule lying on another gets a symmetric contact.
 """
 
 from __future__ import annotations
@@ -67,10 +66,3 @@ def segment_segment(start_p: Vec3, end_p: Vec3, start_q: Vec3, end_q: Vec3):
     t = jnp.clip(safe_ratio(b * s + f, e), 0, 1)
     s = jnp.clip(safe_ratio(b * t - c, a), 0, 1)
     return s, t
-
-
-def point_box(point, half_extents):
-    """The point of the box [−h, h] (h = `half_extents` (3,)) closest to `point` (3,) (box frame), and
-    whether `point` lies inside (closed box)."""
-    closest = jnp.clip(point, -half_extents, half_extents)
-    return closest, jnp.all(jnp.abs(point) <= half_extents)

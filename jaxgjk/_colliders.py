@@ -3,9 +3,9 @@
 Robot models are mostly spheres, capsules and boxes, against each other and against the floor. Their
 cores are a point, a segment and a box (`Shape.margin` sweeps them into the shapes), and for those a
 closed form or a separating-axis test gives the exact contact with no loop:
-- point–point, point–segment and segment–segment (parallel segments included): `_sphere_capsule`, which
-  runs the whole query of those pairs on per-pair scalars (`_solve.solve` hands them over);
-- point–box: the closest point directly (`_closest`); a point inside a box is nearest one of its faces;
+- point–point, point–segment, segment–segment (parallel segments included) and point–box:
+  `_scalar_pairs`, which runs the whole query of those pairs on per-pair scalars (`_solve.solve` hands
+  them over);
 - segment–box and box–box: `_box_colliders`;
 - point–cylinder and point–ellipsoid (spheres against cylinders and ellipsoids): `_curved_colliders`;
   their contacts on a curved surface carry the normal's response to the curvature
@@ -26,7 +26,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._closest import point_box
 from ._contact import Contact, NormalKind, QueryMode
 from ._minkowski import RelativePair
 from ._packed import Packed
@@ -45,7 +44,7 @@ from ._shapes import (
     Shape,
     Sphere,
 )
-from ._vector import dot, matvec, rmatvec, select, unit_vector
+from ._vector import dot, matvec, rmatvec, select
 
 POINT, SEGMENT, BOX, HALF_SPACE = "point", "segment", "box", "half-space"
 CYLINDER, ELLIPSOID = "cylinder", "ellipsoid"
@@ -212,34 +211,6 @@ def box_feature_simplex(point, half_extents, free=None):
             jnp.arange(3) <= count)
 
 
-def _point_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
-    """A point (A's origin) and B's core box: the box's closest point, or, inside, its nearest face."""
-    del core_a, resolution  # the closest point differs from the point along the face normals exactly
-    half = core_b.half_extents
-    dtype = pair.translation.dtype
-    point = -rmatvec(pair.rotation, pair.translation)  # A's point in B's frame
-    closest, inside = point_box(point, half)
-    depths = half - jnp.abs(point)
-    axis = jnp.argmin(depths)
-    face_sign = jnp.where(point[axis] >= 0, 1, -1).astype(dtype)
-    on_face = point.at[axis].set(face_sign * half[axis])
-    point_b = jnp.where(inside, on_face, closest)
-    directions, corners, weights, mask = box_feature_simplex(point_b, half)
-    # From A's point to B's: outside, towards the box's closest point; inside, into the box through
-    # the nearest face (B moves by the depth along it to separate).
-    face_normal = -matvec(pair.rotation, jnp.zeros(3, dtype).at[axis].set(face_sign))
-    gap = matvec(pair.rotation, closest - point)
-    outward = unit_vector(gap)
-    normal = jnp.where(inside, face_normal, outward)
-    distance = jnp.where(inside, -depths[axis], dot(outward, gap))
-    count = jnp.sum(mask)
-    kind = select([~inside, count == 3], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
-                      NormalKind.FIXED)
-    zeros = jnp.zeros((3, 3), dtype)
-    simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions, corners, weights, mask)
-    return closed_contact(distance, normal, simplex, zeros[0], point_b, kind)
-
-
 def _half_space(pair: RelativePair, shape_a: Shape) -> Contact:
     """Any shape A and a half-space B: A's deepest point along the plane's outward normal m decides.
 
@@ -276,7 +247,7 @@ def _solvers():
     from ._box_colliders import box_box, segment_box  # they build on the helpers above
     from ._curved_colliders import point_cylinder, point_ellipsoid
 
-    return {(POINT, BOX): _point_box, (SEGMENT, BOX): segment_box, (BOX, BOX): box_box,
+    return {(SEGMENT, BOX): segment_box, (BOX, BOX): box_box,
             (POINT, CYLINDER): point_cylinder, (POINT, ELLIPSOID): point_ellipsoid}
 
 
@@ -295,9 +266,9 @@ def _with_response(contact: Contact, pair: RelativePair):
 def specialised_contact(specialised: bool, pair: RelativePair, resolution):
     """The exact contact of `pair`'s cores from a specialised solver and its normal's response (3, 3),
     A's frame (None where the contact is never `NormalKind.SMOOTH`), or None where its kinds have no
-    solver here (trace time; point and segment pairs are `_sphere_capsule`'s). Half-spaces are always
-    solved here (`specialised` does not apply to them). `resolution` (): the least core distance told
-    apart from touching (`_tolerance`)."""
+    solver here (trace time; point and segment pairs, and a point with a box, are `_scalar_pairs`'s).
+    Half-spaces are always solved here (`specialised` does not apply to them). `resolution` (): the
+    least core distance told apart from touching (`_tolerance`)."""
     kind_a, kind_b = core_kind(pair.shape_a), core_kind(pair.shape_b)
     if kind_b == HALF_SPACE:
         return _half_space(pair, pair.shape_a), None

@@ -19,7 +19,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from . import _sphere_capsule as sphere_capsule
+from . import _scalar_pairs as scalar_pairs
 from ._checks import float_leaves
 from ._colliders import bounded, for_mode, is_half_space, packed_half_space_contact, specialised_contact
 from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
@@ -363,9 +363,9 @@ def finished(config: Config, mode: QueryMode, prepared: Prepared, loops: Prepare
 def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, warm_start,
           distance_upper_bound) -> Solution:
     """The primal solution of one query on one pair (the stages above, in order; spheres and capsules
-    against each other run them on per-pair scalars, `_sphere_capsule`)."""
-    if sphere_capsule.handles(config, shape_a, shape_b):
-        return sphere_capsule.solve(config, mode, shape_a, pose_a, shape_b, pose_b, distance_upper_bound)
+    against each other, and spheres against boxes, run them on per-pair scalars, `_scalar_pairs`)."""
+    if scalar_pairs.handles(config, shape_a, shape_b):
+        return scalar_pairs.solve(config, mode, shape_a, pose_a, shape_b, pose_b, distance_upper_bound)
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
     config = config.resolved(prepared.dtype)
     contact, loops, response = core_contact(config, mode, prepared, warm_start, distance_upper_bound)
@@ -389,8 +389,8 @@ def solve_signed_rows(config: Config, shapes_a, poses_a, shapes_b, poses_b, epa_
     one configuration) pays EPA for `epa_capacity` lanes, not T. Same results as `vmap(solve)`.
     Returns the `Solution` with leading axis T.
     """
-    if sphere_capsule.handles(config, shapes_a, shapes_b):
-        return jax.vmap(lambda *pair: sphere_capsule.solve(config, QueryMode.SIGNED, *pair, None))(
+    if scalar_pairs.handles(config, shapes_a, shapes_b):
+        return jax.vmap(lambda *pair: scalar_pairs.solve(config, QueryMode.SIGNED, *pair, None))(
             shapes_a, poses_a, shapes_b, poses_b)
     prepared = jax.vmap(prepare)(shapes_a, poses_a, shapes_b, poses_b)
     config = config.resolved(prepared.dtype)

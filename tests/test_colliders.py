@@ -397,7 +397,7 @@ def test_hessians_are_finite_at_coincident_centres_and_parallel_capsules():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sphere_capsule_path_reports_features_bounds_and_placeholders(dtype):
-    """The sphere and capsule pairs' own path (`_sphere_capsule`), on what the closed-form comparisons
+    """The sphere and capsule pairs' own path (`_scalar_pairs`), on what the closed-form comparisons
     above do not reach: `Rounded` capsules (margin = both radii), the features of zero-radius cores
     (a segment broadside: its edge, ends 0 and 1; end-on: the + end; a point: its vertex), a distance
     bound, and invalid inputs (NaN, a zero quaternion, a negative radius) in the same typed batch."""
@@ -453,6 +453,63 @@ def test_sphere_capsule_path_reports_features_bounds_and_placeholders(dtype):
     for got, want in ((swapped.distance, distance), (swapped.normal, -np.asarray(signed.normal)),
                       (swapped.point_a, signed.point_b)):
         np.testing.assert_allclose(np.asarray(got)[:4], np.asarray(want)[:4], atol=tolerance)
+    assert np.all(np.asarray(signed.iterations) == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sphere_box_path_reports_features_bounds_and_placeholders(dtype):
+    """Spheres against boxes on the same path (`_scalar_pairs`): the box's features by corner
+    (numbered x + 2y + 4z, 1 for the + side) at a face, an edge and a vertex, and from inside; a
+    `Rounded` box's CURVED; a distance bound; invalid inputs (a negative or infinite extent, a zero
+    quaternion, NaN) in the same typed batch; either order."""
+    identity, half = [1.0, 0, 0, 0], [0.5, 0.3, 0.2]
+    # (box half extents, rounding, quaternion; the sphere's radius and centre)
+    rows = [((half, 0.0, identity), (0.25, [1.0, 0.0, 0.0])),  # the +x face
+            ((half, 0.0, identity), (0.25, [1.0, 1.0, 0.0])),  # the (+x, +y) edge
+            ((half, 0.0, identity), (0.25, [1.0, 1.0, 1.0])),  # the (+, +, +) corner
+            ((half, 0.0, identity), (0.0, [0.4, 0.0, 0.05])),  # inside, nearest the +x face
+            ((half, 0.05, identity), (0.25, [1.0, 0.0, 0.0])),  # rounded
+            (([0.5, -0.1, 0.2], 0.0, identity), (0.25, [1.0, 0, 0])),
+            (([0.5, np.inf, 0.2], 0.0, identity), (0.25, [1.0, 0, 0])),
+            ((half, 0.0, [0.0, 0, 0, 0]), (0.25, [1.0, 0, 0])),
+            ((half, 0.0, identity), (0.25, [np.nan, 0, 0]))]
+    boxes = jg.Rounded(jg.Box(jnp.asarray([r[0][0] for r in rows], dtype)),
+                       jnp.asarray([r[0][1] for r in rows], dtype))
+    poses_a = jg.Pose(jnp.zeros((len(rows), 3), dtype), jnp.asarray([r[0][2] for r in rows], dtype))
+    spheres = jg.Sphere(jnp.asarray([r[1][0] for r in rows], dtype))
+    poses_b = jg.Pose(jnp.asarray([r[1][1] for r in rows], dtype), jnp.tile(jnp.asarray(identity, dtype),
+                                                                             (len(rows), 1)))
+
+    def queries(*pair):
+        return (*three_queries(*pair), jg.distance(*pair, distance_upper_bound=0.3),
+                jg.signed_distance(*pair[2:], *pair[:2]))
+
+    signed, unsigned, hits, bounded, swapped = jax.jit(jax.vmap(queries))(boxes, poses_a, spheres, poses_b)
+    distance = np.asarray(signed.distance, np.float64)
+    expected = [0.25, np.hypot(0.5, 0.7) - 0.25, np.linalg.norm([0.5, 0.7, 0.8]) - 0.25, -0.1, 0.2]
+    np.testing.assert_allclose(distance[:5], expected, atol=TOLERANCE[dtype] * 4)
+    separated, invalid = jg.Status.SEPARATED, jg.Status.INVALID_INPUT
+    statuses = [separated] * 3 + [jg.Status.PENETRATING, separated] + [invalid] * 4
+    assert list(np.asarray(signed.status)) == statuses
+    np.testing.assert_allclose(np.asarray(signed.normal)[3], [1, 0, 0], atol=TOLERANCE[dtype])
+    for result in (signed, unsigned, bounded, swapped):  # the documented placeholders
+        np.testing.assert_array_equal(np.asarray(result.status)[5:], invalid)
+        np.testing.assert_array_equal(np.asarray(result.distance)[5:], 0)
+        np.testing.assert_array_equal(np.asarray(result.normal)[5:], [[0, 0, 1]] * 4)
+        np.testing.assert_array_equal(np.asarray(result.point_b)[5:], 0)
+        np.testing.assert_array_equal(np.asarray(result.feature_b.dimension)[5:], jg.FeatureDim.NONE)
+    assert list(np.asarray(hits)) == [False] * 3 + [True] + [False] * 5
+    assert list(np.asarray(bounded.status)[:3]) == [separated] + [jg.Status.BOUND_EXCEEDED] * 2
+    face, edge, vertex = jg.FeatureDim.FACE, jg.FeatureDim.EDGE, jg.FeatureDim.VERTEX
+    dimensions = list(np.asarray(signed.feature_a.dimension)[:5])
+    assert dimensions == [face, edge, vertex, face, jg.FeatureDim.CURVED]
+    corners = np.asarray(signed.feature_a.vertices)
+    assert [list(corners[k]) for k in range(4)] == [[1, 3, 5, 7], [3, 7, -1, -1], [7, -1, -1, -1],
+                                                     [1, 3, 5, 7]]
+    assert list(np.asarray(swapped.feature_b.dimension)[:5]) == dimensions
+    for got, want in ((swapped.distance, distance), (swapped.normal, -np.asarray(signed.normal)),
+                      (swapped.point_a, signed.point_b)):
+        np.testing.assert_allclose(np.asarray(got)[:5], np.asarray(want)[:5], atol=TOLERANCE[dtype] * 4)
     assert np.all(np.asarray(signed.iterations) == 0)
 
 

@@ -1,14 +1,16 @@
-"""Spheres and capsules against each other (their `Rounded` forms included): the whole query on
-per-pair scalars.
+"""Spheres and capsules against each other, and spheres against boxes (their `Rounded` forms
+included): the whole query on per-pair scalars.
 
-Their cores are a point (A's or B's origin) or a segment along the body's z axis, and the exact contact
-is a closed form (`_closest`). The stages are `_solve`'s — validity, sanitising and B's pose in A's
+Their cores are a point (A's or B's origin), a segment along the body's z axis or a box, and the exact
+contact is a closed form (`_closest`; a point and a box: the box's closest point, or from inside its
+nearest face). The stages are `_solve`'s — validity, sanitising and B's pose in A's
 frame (`prepare`), the cores' contact in A's frame, then the margins, the world frame, the status and
 the features (`world_result`) — written end to end on `Vec3`s and scalars (`_scalars`), so that under
 `vmap` the query runs as a few contiguous loops over the batch rather than dozens over short strided
 rows; arrays are made only for the `DistanceResult`. The results follow the contract of every other
 solver: the simplex holds the support directions of the features in contact (a segment's ends by
-(0, 0, ±1), a point by the normal), which the tangent rule (`_tangent`) differentiates.
+(0, 0, ±1), box corners by their sign vectors, a point by the normal), which the tangent rule
+(`_tangent`) differentiates.
 """
 
 from __future__ import annotations
@@ -27,15 +29,16 @@ from ._features import Feature, FeatureDim, feature_without_vertices
 from ._pose import normalized_quaternion
 from ._result import Config, DistanceResult, Simplex, Status
 from ._scalars import Rotation, Vec3, where
-from ._shapes import Capsule, Sphere
+from ._shapes import Box, Capsule, Sphere
 from ._tolerance import float_dtype, touching_resolution
 
 
 def handles(config: Config, shape_a, shape_b) -> bool:
     """Whether this module solves the pair (trace time): both cores are points or segments (a `Sphere`
-    or `Capsule`, possibly `Rounded`) and the config allows specialised solvers."""
-    return config.specialised and all(isinstance(innermost(shape), (Sphere, Capsule))
-                                      for shape in (shape_a, shape_b))
+    or `Capsule`, possibly `Rounded`), or a point and a box, and the config allows specialised
+    solvers."""
+    cores = {type(innermost(shape_a)), type(innermost(shape_b))}
+    return config.specialised and (cores <= {Sphere, Capsule} or cores == {Sphere, Box})
 
 
 def _half_length(shape, dtype):
@@ -45,15 +48,15 @@ def _half_length(shape, dtype):
 
 
 class _Contact(NamedTuple):
-    """`_contact.Contact` on scalars: core distance, normal A → B (A's frame), the simplex, the z
-    coordinates of the core witness points (each body's frame: every core point lies on its body's z
-    axis), the normal's kind."""
+    """`_contact.Contact` on scalars: core distance, normal A → B (A's frame), the simplex, the core
+    witness points in each body's frame (a point's or a segment's as its z coordinate (): they lie on
+    their body's z axis; a box's as a `Vec3`), the normal's kind."""
 
     distance: jnp.ndarray
     normal: Vec3
     simplex: Simplex
-    point_a: jnp.ndarray
-    point_b: jnp.ndarray
+    point_a: jnp.ndarray | Vec3
+    point_b: jnp.ndarray | Vec3
     normal_kind: jnp.ndarray
 
 
@@ -107,6 +110,65 @@ def _point_segment(rotation: Rotation, translation: Vec3, half_b, resolution) ->
                       _axial_rows(ends, half_b), _per_slot(1 - along, along), _per_slot(along < 1, along > 0))
     return _Contact(normal.dot(closest), normal, simplex, zero, half_b * (2 * along - 1),
                     jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
+
+
+def _box_feature_simplex(point: Vec3, half: Vec3, normal: Vec3) -> Simplex:
+    """The simplex of A's point (support direction `normal`, A's frame) against the feature of B's box
+    that holds `point` (B's frame, on the box's surface): `_colliders.box_feature_simplex`'s corners
+    and weights, written by slot and component."""
+    free = [jnp.abs(p) < h for p, h in zip(point, half, strict=True)]  # the feature extends along these
+    base = by_slot(_COMPONENTS, *(jnp.where(f | (p < 0), -1, 1) for f, p in zip(free, point, strict=True)))
+    count = free[0].astype(jnp.int32) + free[1] + free[2]
+    first = jnp.where(free[0], 0, jnp.where(free[1], 1, jnp.where(free[2], 2, 0)))
+    second = jnp.where(count >= 2, jnp.where(free[0] & free[1], 1, 2),
+                       jnp.where(count == 1, jnp.where(free[0], 1, 0), 1))
+    fraction = [(p + h) / jnp.where(h > 0, 2 * h, 1) for p, h in zip(point, half, strict=True)]
+
+    def component(values, axis):
+        return jnp.where(axis == 0, values[0], jnp.where(axis == 1, values[1], values[2]))
+
+    alpha = jnp.where(count >= 1, component(fraction, first), 0)
+    beta = jnp.where(count >= 2, component(fraction, second), 0)
+    rows = _SLOTS[:, None]
+    raised = ((rows == 1) & (_COMPONENTS == first)) | ((rows == 2) & (_COMPONENTS == second))
+    directions = jnp.where(rows < 3, jnp.where(raised, 1, base), 0).astype(point.x.dtype)
+    return Simplex(_repeated_rows(normal, 3), directions, jnp.zeros((4, 3), point.x.dtype),
+                   directions * by_slot(_COMPONENTS, *half), _per_slot(1 - alpha - beta, alpha, beta),
+                   _SLOTS <= count)
+
+
+def _point_box(rotation: Rotation, translation: Vec3, half: Vec3) -> _Contact:
+    """A point (A's origin) and B's core box of half extents `half`: the box's closest point, or,
+    inside (the closed box), its nearest face's, the first of ties in x, y, z order."""
+    dtype = translation.x.dtype
+    point = -rotation.apply_transpose(translation)  # A's point in B's frame
+    closest = Vec3(*(jnp.clip(p, -h, h) for p, h in zip(point, half, strict=True)))
+    inside = (jnp.abs(point.x) <= half.x) & (jnp.abs(point.y) <= half.y) & (jnp.abs(point.z) <= half.z)
+    depths = Vec3(*(h - jnp.abs(p) for p, h in zip(point, half, strict=True)))
+    on_x = (depths.x <= depths.y) & (depths.x <= depths.z)
+    on_y = ~on_x & (depths.y <= depths.z)
+
+    def on_axis(vector: Vec3):  # the nearest face's component of `vector`
+        return jnp.where(on_x, vector.x, jnp.where(on_y, vector.y, vector.z))
+
+    face_sign = jnp.where(on_axis(point) >= 0, 1, -1).astype(dtype)
+    face = face_sign * on_axis(half)
+    on_face = Vec3(jnp.where(on_x, face, point.x), jnp.where(on_y, face, point.y),
+                   jnp.where(on_x | on_y, point.z, face))
+    point_b = where(inside, on_face, closest)
+    # From A's point to B's: outside, towards the box's closest point; inside, into the box through
+    # the nearest face (B moves by the depth along it to separate): minus that face's outward normal.
+    face_normal = -(where(on_x, rotation.column(0), where(on_y, rotation.column(1), rotation.column(2)))
+                    * face_sign)
+    gap = rotation.apply(closest - point)
+    outward = gap.unit()
+    normal = where(inside, face_normal, outward)
+    simplex = _box_feature_simplex(point_b, half, normal)
+    face_contact = simplex.mask[2]  # three corners: a face
+    kind = jnp.where(~inside, NormalKind.FROM_CLOSEST,
+                     jnp.where(face_contact, NormalKind.FROM_FACE, NormalKind.FIXED))
+    return _Contact(jnp.where(inside, -on_axis(depths), outward.dot(gap)), normal, simplex,
+                    jnp.zeros((), dtype), point_b, kind)
 
 
 def _segment_pair_simplex(half_a, half_b, s, t, diagonal_along, far_sign, use_diagonal) -> Simplex:
@@ -187,7 +249,14 @@ def _exchanged(contact: _Contact, rotation: Rotation) -> _Contact:
 def _core_contact(shape_a, shape_b, rotation: Rotation, translation: Vec3, resolution) -> _Contact:
     """The cores' contact, A's frame, by the solver of their kinds (trace time)."""
     dtype = translation.x.dtype
-    segment_a, segment_b = (isinstance(innermost(shape), Capsule) for shape in (shape_a, shape_b))
+    core_a, core_b = innermost(shape_a), innermost(shape_b)
+    if isinstance(core_b, Box):
+        return _point_box(rotation, translation, Vec3.of(core_b.half_extents))
+    if isinstance(core_a, Box):  # solved as (B, A): B's pose in A's frame is (Rᵀ, −Rᵀ t)
+        inverse = rotation.transpose()
+        return _exchanged(_point_box(inverse, -inverse.apply(translation), Vec3.of(core_a.half_extents)),
+                          rotation)
+    segment_a, segment_b = isinstance(core_a, Capsule), isinstance(core_b, Capsule)
     half_a, half_b = _half_length(shape_a, dtype), _half_length(shape_b, dtype)
     if segment_a and segment_b:
         return _segment_segment(rotation, translation, half_a, half_b, resolution)
@@ -207,11 +276,26 @@ def _all_of(flags):
     return total
 
 
-def _feature(shape, margin, direction_z, relative_tolerance) -> Feature:
-    """`Shape.feature` along a direction with z component `direction_z` (): CURVED where the margin is
-    positive, else the core's (a point's vertex, a segment's end or edge)."""
-    zero = jnp.zeros_like(direction_z)
-    core = innermost(shape).core_feature(Vec3(zero, zero, direction_z).array(), relative_tolerance)
+def _placed(rotation: Rotation, translation: Vec3, point) -> Vec3:
+    """A core point in the world frame from its body's frame (`_Contact`: a z coordinate or a `Vec3`)."""
+    if isinstance(point, Vec3):
+        return rotation.apply(point) + translation
+    return rotation.column(2) * point + translation
+
+
+def _turned(rotation: Rotation, direction: Vec3, whole: bool) -> Vec3:
+    """`direction` (A's frame) in B's frame: whole where `whole` (a box's feature reads every
+    component), else its z component only (a point's or a segment's reads no other)."""
+    if whole:
+        return rotation.apply_transpose(direction)
+    zero = jnp.zeros_like(direction.z)
+    return Vec3(zero, zero, rotation.column(2).dot(direction))
+
+
+def _feature(shape, margin, direction: Vec3, relative_tolerance) -> Feature:
+    """`Shape.feature` along `direction` (the body's frame): CURVED where the margin is positive, else
+    the core's (a point's vertex, a segment's end or edge, a box's corner, edge or face)."""
+    core = innermost(shape).core_feature(direction.array(), relative_tolerance)
     curved = feature_without_vertices(FeatureDim.CURVED)
     return jax.tree_util.tree_map(lambda c, f: jnp.where(margin > 0, c, f), curved, core)
 
@@ -224,7 +308,9 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, dis
     # poses stay unbatched), poses by the pair's; B's pose in A's frame; the pair's scale.
     dtype = float_dtype(*float_leaves((shape_a, pose_a, shape_b, pose_b)))
     shape_a, pose_a, shape_b, pose_b = cast((shape_a, pose_a, shape_b, pose_b), dtype)
-    sizes = jax.tree_util.tree_leaves((shape_a, shape_b))  # radii and half-lengths: finite, ≥ 0
+    # Radii, half-lengths and half extents: finite, ≥ 0 (a box's per component).
+    sizes = [size for leaf in jax.tree_util.tree_leaves((shape_a, shape_b))
+             for size in ([leaf] if jnp.ndim(leaf) == 0 else [leaf[i] for i in range(3)])]
     shapes_valid = _all_of(jnp.isfinite(size) & (size >= 0) for size in sizes)
     poses_finite = _all_of(jnp.isfinite(pose.translation[i]) for pose in (pose_a, pose_b) for i in range(3))
     (unit_a, rotation_a_ok), (unit_b, rotation_b_ok) = (normalized_quaternion(pose.rotation)
@@ -259,8 +345,8 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, dis
             status = jnp.where(contact.distance - margin > distance_upper_bound, Status.BOUND_EXCEEDED,
                                status)
     normal = rotation_a.apply(contact.normal)
-    point_a = rotation_a.column(2) * contact.point_a + translation_a + normal * margin_a
-    point_b = rotation_b.column(2) * contact.point_b + translation_b - normal * margin_b
+    point_a = _placed(rotation_a, translation_a, contact.point_a) + normal * margin_a
+    point_b = _placed(rotation_b, translation_b, contact.point_b) - normal * margin_b
     tangent_scale = jnp.ones((), dtype)
     has_features = is_valid
     if mode is not QueryMode.SIGNED:
@@ -272,17 +358,19 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, dis
         signed = jnp.maximum(signed, 0)
     tolerance = config.resolved(dtype).feature_tolerance
     no_feature = feature_without_vertices(FeatureDim.NONE)
-    directions_z = contact.normal.z, -rotation.column(2).dot(contact.normal)  # A's, B's frame
+    directions = contact.normal, _turned(rotation, -contact.normal, isinstance(innermost(shape_b), Box))
     feature_a, feature_b = (
         jax.tree_util.tree_map(lambda held, none: jnp.where(has_features, held, none),
-                               _feature(shape, shape_margin, direction_z, tolerance), no_feature)
-        for shape, shape_margin, direction_z in zip((shape_a, shape_b), (margin_a, margin_b), directions_z,
-                                                    strict=True))
+                               _feature(shape, shape_margin, direction, tolerance), no_feature)
+        for shape, shape_margin, direction in zip((shape_a, shape_b), (margin_a, margin_b), directions,
+                                                  strict=True))
     zeros3 = jnp.zeros(3, dtype)
+    with_box = isinstance(contact.point_a, Vec3) or isinstance(contact.point_b, Vec3)
+    as_array = Vec3.array_by_component if with_box else Vec3.array  # (`array_by_component`)
     result = DistanceResult(
         distance=jnp.where(is_valid, signed, 0).astype(dtype),
-        point_a=jnp.where(is_valid, point_a.array(), zeros3),
-        point_b=jnp.where(is_valid, point_b.array(), zeros3),
+        point_a=jnp.where(is_valid, as_array(point_a), zeros3),
+        point_b=jnp.where(is_valid, as_array(point_b), zeros3),
         normal=jnp.where(is_valid, normal.array(), jnp.array([0, 0, 1], dtype)),
         status=jnp.where(is_valid, status, Status.INVALID_INPUT).astype(jnp.int32),
         iterations=jnp.zeros((), jnp.int32),
