@@ -176,6 +176,26 @@ def parallelogram(s, t, slots=TRIANGLE_SLOTS):
     return jnp.where(slots == 2, ~far, far), jnp.where(slots == 1, ~far, far), weights
 
 
+def feature_axes(free, fraction):
+    """The axes a box feature extends along and the point's place on them, from `free` (three bools:
+    the feature extends along these axes, at most two) and `fraction` (three scalars: the point's
+    coordinates as fractions of the box's sides, from the − side): their number () int32, the first
+    two (first, second) () int32 (a stable sort of ~free, free axes first; unused ones arbitrary), and
+    the point's fractions along them (alpha, beta) (), 0 where unused. Per component, on arrays (3,)
+    or sequences of scalars alike: XLA:CPU sorts, and reduces over three elements, in library calls
+    that cost more than the rest of a closed-form solver."""
+    count = free[0].astype(jnp.int32) + free[1] + free[2]
+    first = jnp.where(free[0], 0, jnp.where(free[1], 1, jnp.where(free[2], 2, 0)))
+    second = jnp.where(count >= 2, jnp.where(free[0] & free[1], 1, 2),
+                       jnp.where(count == 1, jnp.where(free[0], 1, 0), 1))
+
+    def component(values, axis):
+        return jnp.where(axis == 0, values[0], jnp.where(axis == 1, values[1], values[2]))
+
+    return (count, first, second, jnp.where(count >= 1, component(fraction, first), 0),
+            jnp.where(count >= 2, component(fraction, second), 0))
+
+
 def box_feature_simplex(point, half_extents, free=None):
     """The simplex slots of the box feature holding `point` (3,), a point on the surface of the box of
     `half_extents` (3,), box frame: the feature's corners by their sign vectors, at most three (a
@@ -191,20 +211,8 @@ def box_feature_simplex(point, half_extents, free=None):
         free = jnp.abs(point) < half_extents  # the feature extends along these axes
     signs = jnp.where(point >= 0, 1, -1).astype(dtype)
     base = jnp.where(free, -1, signs).astype(dtype)
-    # The first two axes of a stable sort of ~free (free axes first), per component: XLA:CPU sorts,
-    # and reduces over three elements, in library calls that cost more than the rest of the solver.
-    count = free[0].astype(jnp.int32) + free[1] + free[2]
-    first = jnp.where(free[0], 0, jnp.where(free[1], 1, jnp.where(free[2], 2, 0)))
-    second = jnp.where(count >= 2, jnp.where(free[0] & free[1], 1, 2),
-                       jnp.where(count == 1, jnp.where(free[0], 1, 0), 1))
-    span = jnp.where(half_extents > 0, 2 * half_extents, 1)
-    fraction = (point + half_extents) / span
-
-    def component(vector, axis):
-        return jnp.where(axis == 0, vector[0], jnp.where(axis == 1, vector[1], vector[2]))
-
-    alpha = jnp.where(count >= 1, component(fraction, first), 0)
-    beta = jnp.where(count >= 2, component(fraction, second), 0)
+    count, first, second, alpha, beta = feature_axes(free, (point + half_extents) /
+                                                     jnp.where(half_extents > 0, 2 * half_extents, 1))
     index = jnp.arange(3)
     directions = jnp.stack([base, jnp.where(index == first, 1, base), jnp.where(index == second, 1, base)])
     return (directions, directions * half_extents, jnp.stack([1 - alpha - beta, alpha, beta]),

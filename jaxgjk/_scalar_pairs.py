@@ -23,7 +23,7 @@ import numpy as np
 
 from ._checks import float_leaves
 from ._closest import nearly_parallel, point_segment, segment_segment
-from ._colliders import by_slot, innermost, parallelogram
+from ._colliders import by_slot, feature_axes, innermost, parallelogram
 from ._contact import NormalKind, QueryMode
 from ._features import Feature, FeatureDim, feature_without_vertices
 from ._pose import normalized_quaternion
@@ -115,20 +115,11 @@ def _point_segment(rotation: Rotation, translation: Vec3, half_b, resolution) ->
 def _box_feature_simplex(point: Vec3, half: Vec3, normal: Vec3) -> Simplex:
     """The simplex of A's point (support direction `normal`, A's frame) against the feature of B's box
     that holds `point` (B's frame, on the box's surface): `_colliders.box_feature_simplex`'s corners
-    and weights, written by slot and component."""
+    and weights (`_colliders.feature_axes`), written by slot and component."""
     free = [jnp.abs(p) < h for p, h in zip(point, half, strict=True)]  # the feature extends along these
     base = by_slot(_COMPONENTS, *(jnp.where(f | (p < 0), -1, 1) for f, p in zip(free, point, strict=True)))
-    count = free[0].astype(jnp.int32) + free[1] + free[2]
-    first = jnp.where(free[0], 0, jnp.where(free[1], 1, jnp.where(free[2], 2, 0)))
-    second = jnp.where(count >= 2, jnp.where(free[0] & free[1], 1, 2),
-                       jnp.where(count == 1, jnp.where(free[0], 1, 0), 1))
-    fraction = [(p + h) / jnp.where(h > 0, 2 * h, 1) for p, h in zip(point, half, strict=True)]
-
-    def component(values, axis):
-        return jnp.where(axis == 0, values[0], jnp.where(axis == 1, values[1], values[2]))
-
-    alpha = jnp.where(count >= 1, component(fraction, first), 0)
-    beta = jnp.where(count >= 2, component(fraction, second), 0)
+    count, first, second, alpha, beta = feature_axes(
+        free, [(p + h) / jnp.where(h > 0, 2 * h, 1) for p, h in zip(point, half, strict=True)])
     rows = _SLOTS[:, None]
     raised = ((rows == 1) & (_COMPONENTS == first)) | ((rows == 2) & (_COMPONENTS == second))
     directions = jnp.where(rows < 3, jnp.where(raised, 1, base), 0).astype(point.x.dtype)
