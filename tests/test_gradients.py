@@ -8,12 +8,15 @@ so that none recompiles), and they dominate the file's run time:
 
 - `JACFWD` (float64): `vmap(jacfwd(outputs))` with the outputs as aux; it also evaluates the
   finite-difference stencils.
-- `JACREV_HESSIAN` (float64): `vmap` of `jax.jacrev` of every output and `jax.hessian` of the signed
-  distance (the Hessian differentiates through the GJK/EPA loops: the slowest compile here).
+- `HESSIAN` (float64): `vmap` of `jax.hessian` of the signed distance (forward over reverse mode
+  through the tangent rules: the slowest compile here).
 - `VMAP_GRAD` (float32, default config): `vmap(value_and_grad(loss))` of a random combination of every
   output of both queries.
-- `GRAD_OF_SUM` (float64): `grad(sum(vmap(...)))` of a random combination of `JACFWD`'s outputs, checked
-  against `JACFWD` (reverse mode through a batch against forward mode per pair).
+- `GRAD_OF_SUM` (float64): `grad(sum(vmap(...)))` of a combination of `JACFWD`'s outputs with weights per
+  pair: random ones are checked against `JACFWD` (reverse mode through a batch against forward mode per
+  pair), and one-hot ones give the reverse-mode Jacobians row by row (`_reverse_jacobians`). A
+  `vmap(jax.jacrev)` kernel of its own would be a fifth compile the size of `HESSIAN` (~80 s of trace and
+  lowering and ~75 s of compile on this 2-core machine) for the same reverse-mode rules.
 """
 
 import functools
@@ -44,6 +47,8 @@ FIELDS = {
     "polytope": (("vertices", "vertices"),),
 }
 OUTPUTS = ("distance", "signed", "point_a", "point_b", "normal")
+OUTPUT_WIDTHS = dict(distance=1, signed=1, point_a=3, point_b=3, normal=3)  # components, in OUTPUTS' order
+COMBINED_WIDTH = sum(OUTPUT_WIDTHS.values())
 
 # Finite differences (float64). Tolerances tightened so that the primal is accurate far below the
 # step: GJK's gap 1e-14 (default 1e-12), EPA's 1e-12 (default 1e-9) with more iterations.
@@ -67,6 +72,7 @@ WITNESS_KINDS = ("box", "polytope")
 N_WITNESS_EXTRA = 6  # more configurations per box/polytope pair and mode, for the witness test
 
 CHUNK64 = 128
+CHUNK_REVERSE = 64  # GRAD_OF_SUM's batch
 CHUNK32 = 256
 NAN_RANDOM_PER_PAIR = 2 * CHUNK32  # float32 random poses per kind pair in the NaN sweep
 
@@ -103,11 +109,10 @@ def _outputs_with_aux(theta, meta):
     return outputs, aux
 
 
-def _jacrev_and_hessian(theta, meta):
-    """`jax.jacrev` of every output and `jax.hessian` of the signed distance."""
-    jacobian = jax.jacrev(lambda th: _outputs(th, meta)[0])(theta)
-    hessian = jax.hessian(lambda th: _outputs(th, meta)[0]["signed"])(theta)
-    return jacobian, hessian
+def _signed(theta, meta):
+    """The signed distance alone (FD_CONFIG)."""
+    shape_a, pose_a, shape_b, pose_b = _pair(theta, meta)
+    return jg.signed_distance(shape_a, pose_a, shape_b, pose_b, config=FD_CONFIG).distance
 
 
 NUM_LOSS_TERMS = 20
@@ -123,13 +128,14 @@ def _loss(theta, meta, weights):
 
 
 def _combined_outputs(theta, meta, weights):
-    """A linear combination (weights (11,)) of the outputs of `_outputs` (float64, FD_CONFIG)."""
+    """A linear combination (weights (COMBINED_WIDTH,)) of the outputs of `_outputs`, in OUTPUTS' order
+    (float64, FD_CONFIG)."""
     outputs = _outputs(theta, meta)[0]
     return jnp.dot(weights, jnp.concatenate([jnp.atleast_1d(outputs[name]) for name in OUTPUTS]))
 
 
 JACFWD = jax.jit(jax.vmap(jax.jacfwd(_outputs_with_aux, has_aux=True)))
-JACREV_HESSIAN = jax.jit(jax.vmap(_jacrev_and_hessian))
+HESSIAN = jax.jit(jax.vmap(jax.hessian(_signed)))
 VMAP_GRAD = jax.jit(jax.vmap(jax.value_and_grad(_loss)))
 GRAD_OF_SUM = jax.jit(jax.grad(lambda theta, meta, weights: jnp.sum(
     jax.vmap(_combined_outputs)(theta, meta, weights))))
@@ -409,9 +415,33 @@ def test_witness_gradients_smooth_contacts():
 # -------------------------------------------------------------------------------------------------
 
 
+def _reverse_jacobians(theta, meta):
+    """Every output's Jacobian per pair by reverse mode: `GRAD_OF_SUM` with one-hot weights picking one
+    output component in every pair, so each run gives that row of every pair's Jacobian (the rows of
+    `jax.jacrev`, whose `vmap` over the one-hot cotangents runs here as one run per row).
+
+    Returns {output: {theta key: (pairs, *output shape, *input shape)}}."""
+    size = len(meta["a.kind"])
+    rows = []
+    for component in range(COMBINED_WIDTH):
+        weights = np.zeros((size, COMBINED_WIDTH))
+        weights[:, component] = 1.0
+        rows.append(_run_chunked(GRAD_OF_SUM, CHUNK_REVERSE, theta, meta, weights))
+    jacobians, start = {}, 0
+    for name, width in OUTPUT_WIDTHS.items():
+        if width == 1:
+            jacobians[name] = rows[start]
+        else:
+            jacobians[name] = {key: np.stack([row[key] for row in rows[start:start + width]], axis=1)
+                               for key in theta}
+        start += width
+    return jacobians
+
+
 @functools.cache
 def second_order_study():
-    """`JACREV_HESSIAN` at one separated and one penetrating configuration of the study per kind pair."""
+    """Reverse-mode Jacobians (`_reverse_jacobians`) and `HESSIAN` at one separated and one penetrating
+    configuration of the study per kind pair."""
     chosen = {}
     for config in fd_study()["configs"]:
         chosen.setdefault((config["pair"], config["mode"]), config)
@@ -419,15 +449,16 @@ def second_order_study():
     assert len(chosen) == 2 * len(PAIRS)
     theta = {k: np.stack([c["theta"][k] for c in chosen]) for k in chosen[0]["theta"]}
     meta = {k: np.stack([c["meta"][k] for c in chosen]) for k in chosen[0]["meta"]}
-    jacrev, hessian = _run_chunked(JACREV_HESSIAN, len(chosen), theta, meta)
-    return chosen, jacrev, hessian
+    hessian = _run_chunked(HESSIAN, len(chosen), theta, meta)
+    return chosen, _reverse_jacobians(theta, meta), hessian
 
 
 def test_jacfwd_matches_jacrev():
-    """`jax.jacrev` equals `jax.jacfwd` (float64, jit, vmap) for every output w.r.t. every pose
-    component and shape field, to 1e-10 of the Jacobian's norm. The two modes run the solver in two
-    compiled programs, whose rounding differs, so this also tests that the primal normal is accurate
-    to far below that on curved cores (`_refine`), not only to √gap as the loops leave it."""
+    """Reverse mode (`_reverse_jacobians`) equals `jax.jacfwd` (float64, jit, vmap) for every output
+    w.r.t. every pose component and shape field, to 1e-10 of the Jacobian's norm. The two modes run
+    the solver in two compiled programs, whose rounding differs, so this also tests that the primal
+    normal is accurate to far below that on curved cores (`_refine`), not only to √gap as the loops
+    leave it."""
     chosen, jacrev, _ = second_order_study()
     bad = []
     for number, config in enumerate(chosen):
@@ -661,8 +692,8 @@ def test_grad_of_vmapped_sum_matches_forward_mode_per_pair():
     cases = _random_cases(rng, 4)
     theta, meta = _stack([c for c, _, _ in cases])
     jacobian, _ = _run_chunked(JACFWD, CHUNK64, theta, meta)
-    weights = rng.normal(size=(len(cases), 2 + 3 * 3))  # distance, signed, point_a, point_b, normal
-    grads = GRAD_OF_SUM(theta, meta, weights)
+    weights = rng.normal(size=(len(cases), COMBINED_WIDTH))
+    grads = _run_chunked(GRAD_OF_SUM, CHUNK_REVERSE, theta, meta, weights)
     # The Jacobians' rows in `_combined_outputs`' order, (pairs, 11, *input shape) per input.
     expected = {key: np.einsum("no,no...->n...", weights, np.concatenate(
         [jacobian[name][key].reshape(len(cases), -1, *np.shape(value)[1:]) for name in OUTPUTS], axis=1))
