@@ -9,14 +9,14 @@ so that none recompiles), and they dominate the file's run time:
 - `JACFWD` (float64): `vmap(jacfwd(outputs))` with the outputs as aux; it also evaluates the
   finite-difference stencils.
 - `HESSIAN` (float64): `vmap` of `jax.hessian` of the signed distance (forward over reverse mode
-  through the tangent rules: the slowest compile here).
+  through the tangent rules).
 - `VMAP_GRAD` (float32, default config): `vmap(value_and_grad(loss))` of a random combination of every
   output of both queries.
 - `GRAD_OF_SUM` (float64): `grad(sum(vmap(...)))` of a combination of `JACFWD`'s outputs with weights per
   pair: random ones are checked against `JACFWD` (reverse mode through a batch against forward mode per
   pair), and one-hot ones give the reverse-mode Jacobians row by row (`_reverse_jacobians`). A
-  `vmap(jax.jacrev)` kernel of its own would be a fifth compile the size of `HESSIAN` (~80 s of trace and
-  lowering and ~75 s of compile on this 2-core machine) for the same reverse-mode rules.
+  `vmap(jax.jacrev)` kernel beside `HESSIAN` cost ~45 s of trace and lowering and ~75 s of compile on
+  this 2-core machine for the same reverse-mode rules (`benchmarks/results/session23`).
 """
 
 import functools
