@@ -6,6 +6,15 @@ import jax
 import jax.numpy as jnp
 
 
+def traced_once(compute):
+    """`compute` (a function of a pytree of arrays), traced once per shape of its operands: the gates
+    below call it several times on one pair's shapes (for its output shapes, in a loop's body, for one
+    pair and under `vmap`), and nested gates multiply those traces. Later calls and `vmap` work on the
+    traced program (`jax.jit` keeps it; `inline` puts its operations in the caller's program, so the
+    compiled program is the same)."""
+    return jax.jit(compute, inline=True)
+
+
 def compute_where(active, compute, operands):
     """`compute(operands)` (a pytree) where `active` (() bool), zeros of the same structure elsewhere.
 
@@ -16,14 +25,19 @@ def compute_where(active, compute, operands):
     `compute` must read its inputs from `operands` only: they travel in the loop's carry through an
     optimization barrier, which keeps XLA from hoisting the work out of the loop as loop-invariant.
     """
-    zeros = jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
-                                   jax.eval_shape(compute, operands))
+    compute = traced_once(compute)
+    active = jnp.asarray(active)
+    # Zeros batched like `active` under `vmap` (a select of equal operands, which XLA folds away), so
+    # that the loop's batching rule settles its carry's layout in one pass over `compute`, not two.
+    zeros = jax.tree_util.tree_map(
+        lambda leaf: jnp.where(active, jnp.zeros(leaf.shape, leaf.dtype), jnp.zeros((), leaf.dtype)),
+        jax.eval_shape(compute, operands))
 
     def body(carry):
         _, carried, _ = jax.lax.optimization_barrier(carry)
         return jnp.zeros((), bool), carried, compute(carried)
 
-    return jax.lax.while_loop(lambda carry: carry[0], body, (jnp.asarray(active), operands, zeros))[2]
+    return jax.lax.while_loop(lambda carry: carry[0], body, (active, operands, zeros))[2]
 
 
 def update_rows(active, compute_rows, operands, outputs, capacity: int):
@@ -115,6 +129,8 @@ def where_active(active, compute, operands, outputs, capacity: int):
     derivatives and nested `vmap` as a plain `vmap`; no reverse mode (a while loop, as `update_rows`):
     primal work, such as a query's loops under its custom JVP.
     """
+    compute = traced_once(compute)
+
     def one_pair(operands):
         active, operands, outputs = operands
         return jax.tree_util.tree_map(lambda new, old: jnp.where(active, new, old), compute(operands),
