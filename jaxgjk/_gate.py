@@ -27,7 +27,7 @@ def compute_where(active, compute, operands):
     """
     compute = traced_once(compute)
     active = jnp.asarray(active)
-    # Zeros batched like `active` under `vmap` (a select of equal operands, which XLA folds away), so
+    # Zeros batched like `active` under `vmap` (a select between two zeros: the same values), so
     # that the loop's batching rule settles its carry's layout in one pass over `compute`, not two.
     zeros = jax.tree_util.tree_map(
         lambda leaf: jnp.where(active, jnp.zeros(leaf.shape, leaf.dtype), jnp.zeros((), leaf.dtype)),
