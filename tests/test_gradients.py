@@ -8,8 +8,8 @@ so that none recompiles), and they dominate the file's run time:
 
 - `JACFWD` (float64): `vmap(jacfwd(outputs))` with the outputs as aux; it also evaluates the
   finite-difference stencils.
-- `HESSIAN` (float64): `vmap` of `jax.hessian` of the signed distance (forward over reverse mode
-  through the tangent rules).
+- `HESSIAN` (float64): `vmap` of `jax.hessian` of the signed distance (forward over reverse mode: the
+  forward pass differentiates the GJK/EPA loops too, whose outputs the tangent rule holds).
 - `VMAP_GRAD` (float32, default config): `vmap(value_and_grad(loss))` of a random combination of every
   output of both queries.
 - `GRAD_OF_SUM` (float64): `grad(sum(vmap(...)))` of a combination of `JACFWD`'s outputs with weights per
