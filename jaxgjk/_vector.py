@@ -115,6 +115,16 @@ def take_first_axis(rows, index):
     return jnp.sum(jnp.where(onehot, rows, 0), axis=0)
 
 
+def true_indices(mask, size: int, fill_value: int):
+    """The indices (size,) int32 of the True entries of `mask` (N,) in order, the first `size` of them,
+    then `fill_value`: `jnp.nonzero(mask, size=size, fill_value=fill_value)[0]` with one running sum
+    and one scatter (each True entry written at its rank) where `jnp.nonzero` takes two sums and a
+    count per output slot."""
+    rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
+    return jnp.full(size, fill_value, jnp.int32).at[jnp.where(mask, rank, size)].set(
+        jnp.arange(mask.shape[0], dtype=jnp.int32), mode="drop")
+
+
 def used_first(mask):
     """The permutation (K,) int32 that puts the True entries of `mask` (K,) first, each group in its
     own order: `jnp.argsort(~mask, stable=True)`, from ranks written out per entry (K is small: a

@@ -1,0 +1,28 @@
+"""Array helpers of `_vector` against the NumPy/JAX functions they stand in for, under `jit` and `vmap`."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgjk._vector import true_indices, used_first
+
+
+@pytest.mark.parametrize("length, size", [(1, 1), (5, 3), (56, 32), (168, 32), (20, 40)])
+def test_true_indices_is_nonzero_with_a_size(rng, length, size):
+    """Every density from none to all True, more True entries than `size` (cut) and fewer (filled)."""
+    masks = rng.random((64, length)) < np.linspace(0, 1, 64)[:, None]
+    fill = length + 3
+    got = jax.jit(jax.vmap(lambda mask: true_indices(mask, size, fill)))(masks)
+    for mask, indices in zip(masks, np.asarray(got), strict=True):
+        expected = np.full(size, fill)
+        found = np.flatnonzero(mask)[:size]
+        expected[:len(found)] = found
+        np.testing.assert_array_equal(indices, expected)
+    assert got.dtype == jnp.int32
+
+
+def test_used_first_is_a_stable_argsort(rng):
+    masks = rng.random((64, 4)) < 0.5
+    got = jax.jit(jax.vmap(used_first))(masks)
+    np.testing.assert_array_equal(got, np.argsort(~masks, axis=1, kind="stable"))
