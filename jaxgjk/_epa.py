@@ -12,8 +12,8 @@ Under `vmap` every pair pays for every step of the batch's slowest pair, and eac
 arrays: the first steps run on small arrays; the pairs still running after them move on to the full
 capacity, on the CPU gathered `CPU_EPA_TAIL_CHUNK` at a time, so that they no longer hold the rest of
 the batch; a batch with no overlapping pair skips EPA (`_gate.compute_where`). A step reads the state,
-decides, then writes its few rows (out-of-range rows are dropped where the step is refused), so no step
-copies the whole polytope to undo itself.
+decides, then writes its new faces and vertex into free rows (none where the step is refused), so no
+step keeps a copy of the polytope to undo itself.
 """
 
 from __future__ import annotations
@@ -230,7 +230,8 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     the state; returns whether the step is consistent (the horizon fits and forms cycles: each of its
     vertices starts one edge and ends one), the least origin distance of the new faces, and
     `commit(accept)`, which writes the step where `accept` (() bool) and leaves the state as it was
-    elsewhere. All scatters and gathers act on the horizon's rows, so a step costs O(faces).
+    elsewhere. Its gathers act on the horizon's rows; the commit matches every face row against them,
+    so a step costs O(faces × horizon) comparisons.
     """
     num_faces = state.faces.shape[0]
     capacity = state.vertices.point.shape[0]
@@ -275,18 +276,26 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     neighbour_edge = jnp.where(points_back[:, 0], 0, jnp.where(points_back[:, 1], 1, 2))
 
     def commit(accept) -> EPAState:
+        # Each face row reads the new face written to it, if any (the slots are distinct), and the
+        # new vertex its slot: selects and gathers, where scatters would be loops on XLA:CPU.
         rows = jnp.where(accept, slot, num_faces)
-        faces = state.faces.at[rows].set(new_faces, mode="drop")
-        adjacency = state.adjacency.at[rows].set(new_adjacency, mode="drop")
+        writes = rows == jnp.arange(num_faces)[:, None]  # (F, H)
+        source = jnp.min(jnp.where(writes, jnp.arange(max_horizon), max_horizon), axis=1)
+        written = source < max_horizon
+        source = jnp.minimum(source, max_horizon - 1)
+
+        def write(old, new):
+            return jnp.where(written.reshape((-1,) + (1,) * (old.ndim - 1)), new[source], old)
+
+        adjacency = write(state.adjacency, new_adjacency)
         adjacency = adjacency.at[jnp.where(accept & in_use, neighbour, num_faces), neighbour_edge].set(
             slot, mode="drop")
-        valid = (state.valid & ~(sees & accept)).at[rows].set(True, mode="drop")
-        vertex = jnp.where(accept, new_index, capacity)
-        vertices = jax.tree_util.tree_map(lambda s, x: s.at[vertex].set(x, mode="drop"), state.vertices, w)
+        vertex = (jnp.arange(capacity) == new_index) & accept
+        vertices = jax.tree_util.tree_map(lambda s, x: jnp.where(vertex[:, None], x, s), state.vertices, w)
         return dataclasses.replace(
-            state, vertices=vertices, num_vertices=new_index + accept, faces=faces, adjacency=adjacency,
-            normals=state.normals.at[rows].set(new_normals, mode="drop"),
-            distances=state.distances.at[rows].set(new_distances, mode="drop"), valid=valid,
+            state, vertices=vertices, num_vertices=new_index + accept, faces=write(state.faces, new_faces),
+            adjacency=adjacency, normals=write(state.normals, new_normals),
+            distances=write(state.distances, new_distances), valid=(state.valid & ~(sees & accept)) | written,
             size_sq=jnp.where(accept, jnp.maximum(state.size_sq, jnp.dot(w.point, w.point)), state.size_sq),
             extent=jnp.where(accept, jnp.maximum(state.extent, jnp.max(jnp.abs(w.point))), state.extent))
 
