@@ -217,7 +217,7 @@ def _add_folded_faces(sees, state: EPAState, corners, w, holds_w, rings: int = E
     edges = corners[:, _NEXT] - corners
     inside = holds_w[:, None] & (triple_product(state.normals[:, None, :], edges, w - corners) > 0)
     # A loop, not unrolled rings: its operand `inside` is computed once. Unrolled, XLA:CPU fused the
-    # triple products into each ring's gather and recomputed them there (a box-box EPA step 15% slower).
+    # triple products into each ring's gather and recomputed them there (a box-box EPA step ~15% slower).
     return jax.lax.fori_loop(0, rings, lambda _, sees: sees | jnp.any(sees[state.adjacency] & inside,
                                                                         axis=-1), sees)
 

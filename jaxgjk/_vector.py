@@ -118,8 +118,8 @@ def take_first_axis(rows, index):
 def true_indices(mask, size: int, fill_value: int):
     """The indices (size,) int32 of the True entries of `mask` (N,) in order, the first `size` of them,
     then `fill_value`: `jnp.nonzero(mask, size=size, fill_value=fill_value)[0]` with one running sum
-    and one scatter (each True entry written at its rank) where `jnp.nonzero` takes two sums and a
-    count per output slot."""
+    and one scatter (each True entry written at its rank), where `jnp.nonzero` takes a running sum, a
+    count per output slot (a scatter-add) and a second running sum."""
     rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
     return jnp.full(size, fill_value, jnp.int32).at[jnp.where(mask, rank, size)].set(
         jnp.arange(mask.shape[0], dtype=jnp.int32), mode="drop")
