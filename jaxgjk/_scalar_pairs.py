@@ -78,7 +78,7 @@ def _axial_rows(signs, half_length):
 
 def _repeated_rows(vector: Vec3, count: int):
     """(4, 3) `vector` in the first `count` rows, zero in the rest."""
-    return jnp.where((_SLOTS < count)[:, None], vector.array(), 0)
+    return jnp.where((_SLOTS < count)[:, None], vector.array_by_component(), 0)
 
 
 def _point_point(rotation: Rotation, translation: Vec3, resolution) -> _Contact:
@@ -358,11 +358,13 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, dis
     zeros3 = jnp.zeros(3, dtype)
     with_box = isinstance(contact.point_a, Vec3) or isinstance(contact.point_b, Vec3)
     as_array = Vec3.array_by_component if with_box else Vec3.array  # (`array_by_component`)
+    # The normal by component on every pair: the tangent rule reads it, and stacked, its unit vector's
+    # chain ran unvectorised inside `value_and_grad` (sphere–box: 3x that kernel's time).
     result = DistanceResult(
         distance=jnp.where(is_valid, signed, 0).astype(dtype),
         point_a=jnp.where(is_valid, as_array(point_a), zeros3),
         point_b=jnp.where(is_valid, as_array(point_b), zeros3),
-        normal=jnp.where(is_valid, normal.array(), jnp.array([0, 0, 1], dtype)),
+        normal=jnp.where(is_valid, normal.array_by_component(), jnp.array([0, 0, 1], dtype)),
         status=jnp.where(is_valid, status, Status.INVALID_INPUT).astype(jnp.int32),
         iterations=jnp.zeros((), jnp.int32),
         simplex=contact.simplex,
