@@ -17,15 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._tolerance import FLAT_TRIANGLE_ROUNDINGS, epsilon, power_of_two_scale
-from ._vector import (
-    first_argmin,
-    gathered_rows,
-    leading_dot,
-    scattered_rows,
-    select,
-    take_first_axis,
-    used_first,
-)
+from ._vector import first_argmin, leading_dot, select, take_first_axis, used_first
 
 EDGES = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
 TRIANGLES = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
@@ -172,11 +164,11 @@ def face_weights(points, face_mask):
     """
     order = used_first(face_mask)  # the face's vertices first
     count = jnp.sum(face_mask)
-    ordered = gathered_rows(points, order)
+    ordered = points[order]
     # The weights do not change with the scale of the points: measured in units of the face's size,
     # the determinants (4th powers of lengths, 8th in their derivatives) cannot under- or overflow
     # for a small face near contact in float32.
-    offsets = jnp.where(gathered_rows(face_mask, order)[:, None], ordered - ordered[0], 0)
+    offsets = jnp.where(face_mask[order][:, None], ordered - ordered[0], 0)
     size_sq = jnp.max(jnp.sum(offsets * offsets, axis=-1))
     ordered = ordered / jnp.sqrt(jnp.where(size_sq > 0, size_sq, 1))
 
@@ -196,4 +188,4 @@ def face_weights(points, face_mask):
         [jnp.eye(4, dtype=points.dtype)[0], jnp.stack([1 - t, t, zero, zero]),
          _triangle_candidates(only_if(3))[0][0]],
         _tetrahedron_candidate(only_if(4))[0][0])
-    return scattered_rows(weights, order)
+    return jnp.zeros_like(weights).at[order].set(weights)

@@ -125,30 +125,6 @@ def true_indices(mask, size: int, fill_value: int):
         jnp.arange(mask.shape[0], dtype=jnp.int32), mode="drop")
 
 
-def gathered_rows(rows, order):
-    """`rows[order]` for `rows` (K, ...) and indices `order` (K,) in [0, K) into its first axis, K small
-    and static (a simplex's four slots): per output row a chain of selects, exact. Under vmap
-    `rows[order]` is a gather per lane, into which XLA:CPU fuses the whole expression of `rows` and
-    evaluates it, without vectors, once per element gathered; the selects fuse and vectorise like any
-    elementwise work."""
-    order = jnp.reshape(order, order.shape + (1,) * (jnp.ndim(rows) - 1))
-    result = rows[-1]
-    for j in range(rows.shape[0] - 2, -1, -1):
-        result = jnp.where(order == j, rows[j], result)
-    return jnp.broadcast_to(result, order.shape[:1] + rows.shape[1:])
-
-
-def scattered_rows(rows, order):
-    """`jnp.zeros_like(rows).at[order].set(rows)` for `rows` (K, ...) and indices `order` (K,) in [0, K),
-    K small and static: row i written at `order[i]`, a later row winning a repeated index, rows never written
-    zero, by selects (see `gathered_rows`)."""
-    slots = jnp.arange(rows.shape[0]).reshape((-1,) + (1,) * (jnp.ndim(rows) - 1))
-    result = jnp.zeros_like(rows)
-    for i in range(rows.shape[0]):
-        result = jnp.where(slots == order[i], rows[i], result)
-    return result
-
-
 def used_first(mask):
     """The permutation (K,) int32 that puts the True entries of `mask` (K,) first, each group in its
     own order: `jnp.argsort(~mask, stable=True)`, from ranks written out per entry (K is small: a
