@@ -52,8 +52,9 @@ class Config:
     Fields:
         max_gjk_iterations: hard bound on GJK iterations (one support evaluation each).
         max_epa_iterations: hard bound on EPA iterations, which sizes the polytope's arrays (and so the
-            cost of every EPA step beyond the first 24, which run on arrays sized for 24); None picks
-            the dtype's default (`_tolerance.epa_iterations`: 64 float32, 128 float64).
+            cost of every EPA step beyond the first 32, which run on arrays sized for 16, then 32:
+            `_tolerance.EPA_PHASE_STEPS`); None picks the dtype's default (`_tolerance.epa_iterations`:
+            64 float32, 128 float64).
         gjk_tolerance: relative duality gap at which GJK stops; None picks the dtype's default
             (`_tolerance.gjk_tolerance`: 1e-12 float64, 1e-6 float32).
         epa_tolerance: relative gap at which EPA stops; None picks the dtype's default.

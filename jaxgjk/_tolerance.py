@@ -82,7 +82,9 @@ REFINE_ACCEPT_ROUNDINGS = 16
 # Fixed capacities of the loops' arrays.
 # EPA runs in phases that end after these many steps (and at its iteration bound), each on arrays sized
 # for its last step; a pair still running at the end of a phase moves on to the next, larger arrays.
-EPA_PHASE_STEPS = (24,)
+# Two phases before the full arrays ran penetrating pairs 1.3-1.5x faster than one of 24 steps, for
+# ~14% more compile (one more copy of the step; `benchmarks/results/session27/README.md`).
+EPA_PHASE_STEPS = (16, 32)
 EPA_MAX_HORIZON = 32  # horizon edges one EPA step can join to its new vertex (more: the step is refused)
 EPA_FOLD_RINGS = 2  # rings of neighbours searched for faces that a new EPA vertex would fold over
 NEWTON_STEPS = 2  # refinement steps: from the loops' ~√tol the error squares, 1e-6 → 1e-12 → rounding
