@@ -704,8 +704,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", default=None,
                     help="timed kernels (default: every kernel of --queries, then value_and_grad); "
                          "those not run keep their stored results")
-    ap.add_argument("--cold-kernels", default=",".join(COLD_KERNELS),
-                    help="kernels compiled again in fresh processes")
+    ap.add_argument("--cold-kernels", default=None,
+                    help="kernels compiled again in fresh processes (default: those of "
+                         f"{','.join(COLD_KERNELS)} that --queries times)")
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh-process compiles")
     ap.add_argument("--cold-only", action="store_true",
                     help="only the fresh-process compiles, added to the stored scenarios")
@@ -727,7 +728,6 @@ def main(argv=None) -> int:
         print(json.dumps(cold_compile_child(json.loads(args.cold_child))))
         return 0
     args.queries = [q for q in args.queries.split(",") if q]
-    args.cold_kernels = [k for k in args.cold_kernels.split(",") if k]
     scenarios = [s for s in args.scenarios.split(",") if s]
     for s in scenarios:
         try:
@@ -738,6 +738,12 @@ def main(argv=None) -> int:
         ap.error(f"--queries must be among {QUERIES}")
     args.kernels = ([k for k in args.kernels.split(",") if k] if args.kernels
                     else kernels_for(args.queries))
+    if args.no_cold:
+        args.cold_kernels = []
+    elif args.cold_kernels is None:
+        args.cold_kernels = [k for k in COLD_KERNELS if k in kernels_for(args.queries)]
+    else:
+        args.cold_kernels = [k for k in args.cold_kernels.split(",") if k]
     for option in ("kernels", "cold_kernels"):
         if any(k not in kernels_for(args.queries) for k in getattr(args, option)):
             ap.error(f"--{option.replace('_', '-')} must be among {kernels_for(args.queries)}")
@@ -773,7 +779,7 @@ def main(argv=None) -> int:
                                  kernels=args.kernels, arbiter_n=args.arbiter_n,
                                  mj_layout=args.mj_layout, mode="cold-only" if args.cold_only
                                  else "mujoco-only" if args.mujoco_only else "all",
-                                 cold_kernels=[] if args.no_cold else args.cold_kernels))
+                                 cold_kernels=args.cold_kernels))
     store["runs"].append(run_meta)
     run_index = len(store["runs"]) - 1
     for label in scenarios:
