@@ -13,13 +13,14 @@ machine (`README.md`, Speed).
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
+
+from . import run
 
 
 def output_shapes(pairs: int):
@@ -32,22 +33,14 @@ def output_shapes(pairs: int):
     return jax.tree_util.tree_leaves(result), [jax.tree_util.keystr(path[:1]) for path in paths]
 
 
-def writer(leaves):
-    """A kernel of a (pairs,) float32 input that returns arrays shaped and typed as `leaves`."""
+def writer(leaves, value):
+    """A call (no arguments, returns when done) of a jitted kernel that writes arrays shaped and typed
+    as `leaves`, each from `value` (pairs,) float32."""
     def kernel(value):
         return [jnp.broadcast_to(value.reshape(value.shape + (1,) * (len(leaf.shape) - 1)) * (i + 1),
                                  leaf.shape).astype(leaf.dtype) for i, leaf in enumerate(leaves)]
-    return jax.jit(kernel)
-
-
-def best_seconds(kernel, value, repeats: int) -> float:
-    jax.block_until_ready(kernel(value))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(kernel(value))
-        best = min(best, time.perf_counter() - start)
-    return best
+    compiled = jax.jit(kernel)
+    return lambda: jax.block_until_ready(compiled(value))
 
 
 def main(argv=None) -> int:
@@ -62,7 +55,9 @@ def main(argv=None) -> int:
     print(f"{args.pairs} pairs, {jax.devices()[0].device_kind}")
     for label, chosen in (("whole DistanceResult", leaves), ("distance, point_a, point_b", points)):
         size = sum(int(np.prod(leaf.shape)) * leaf.dtype.itemsize for leaf in chosen) / args.pairs
-        seconds = best_seconds(writer(chosen), value, args.repeats)
+        call = writer(chosen, value)
+        call()  # compiles
+        seconds = min(run._timed_runs(call, args.repeats, budget=float("inf"))[0])
         print(f"{label}: {size:.0f} bytes a pair, {seconds * 1e3:.2f} ms, "
               f"{args.pairs / seconds / 1e6:.1f} M pairs/s at most")
     return 0
