@@ -1,9 +1,10 @@
-"""Exact contacts of a box core with a segment core (capsule–box) or another box core (box–box).
+"""The exact contact of two box cores (box–box). `_scalar_pairs` solves a segment core against a box
+(capsule–box) by the same reasoning, on per-pair scalars, taking the segment as a box with half
+extents (0, 0, h) whose only edge is its axis; the notes on segments below are for it.
 
-A segment is treated as a box with half extents (0, 0, h) whose only edge is its axis, so one solver
-serves both pairs; A is the segment or the first box, B a box, and everything is in A's frame
-(``x_A = R x_B + t``). The signed distance of two convex cores is the largest separation
-``s(u) = min_B u·x − max_A u·x`` over unit directions u, and every s(u) is a lower bound of it.
+A and B are the two cores, everything is in A's frame (``x_A = R x_B + t``). The signed distance of two
+convex cores is the largest separation ``s(u) = min_B u·x − max_A u·x`` over unit directions u, and
+every s(u) is a lower bound of it.
 
 Separating axes. The Minkowski difference D = B − A is a polytope whose facets are sums of faces of
 the two cores, so their normals are face normals of a box or cross products of two edge directions:
@@ -59,25 +60,16 @@ from ._vector import dot, matvec, rmatvec, select, unit_vector
 
 # A rectangle's corners in cyclic order, as signs along its two axes.
 _RECTANGLE = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
-_BOX_EDGES = (0, 1, 2)  # a box has edges along its three axes
-_SEGMENT_EDGES = (2,)  # a segment core only along its z axis
+# A box's corners as sign vectors (8, 3), corner c at bits (x, y, z) of c (1 for the + side).
+_CORNER_SIGNS = 2 * ((np.arange(8)[:, None] >> np.arange(3)) & 1) - 1
 
 
-def _corner_signs(axes):
-    """Sign vectors (2^len(axes), 3) of the corners of a box that extends along `axes` (+1 elsewhere)."""
-    bits = (np.arange(2 ** len(axes))[:, None] >> np.arange(len(axes))) & 1
-    signs = np.ones((len(bits), 3))
-    signs[:, list(axes)] = 2 * bits - 1
-    return signs
-
-
-def _axes(rotation, edges_a):
-    """The candidate separating axes (K, 3), A's frame, not normalised: A's face normals (a box only), B's
-    face normals, then ``a_i × b_j`` for A's edge axes i in `edges_a`, j = 0, 1, 2."""
+def _axes(rotation):
+    """The candidate separating axes (15, 3), A's frame, not normalised: A's face normals, B's, then
+    ``a_i × b_j`` for A's axes i and B's j (j fastest)."""
     eye = jnp.eye(3, dtype=rotation.dtype)
-    faces_a = [eye] if edges_a == _BOX_EDGES else []
-    crosses = [jnp.cross(eye[i][None], rotation.T) for i in edges_a]
-    return jnp.concatenate(faces_a + [rotation.T] + crosses)
+    crosses = [jnp.cross(eye[i][None], rotation.T) for i in range(3)]
+    return jnp.concatenate([eye, rotation.T] + crosses)
 
 
 def _separations(axes, rotation, translation, half_a, half_b):
@@ -207,12 +199,10 @@ def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal)
                              & (half_edge_b > 0))
 
 
-def _corner_contact(rotation, translation, half_a, half_b, edges_a):
+def _corner_contact(rotation, translation, half_a, half_b):
     """The closest pair of a corner of either core and the other core: (simplex, point_a (3,), point_b
     (3,)), each in its body's frame."""
-    dtype = translation.dtype
-    signs_a = jnp.asarray(_corner_signs(edges_a), dtype)
-    signs_b = jnp.asarray(_corner_signs(_BOX_EDGES), dtype)
+    signs_a = signs_b = jnp.asarray(_CORNER_SIGNS, translation.dtype)
     corners_a_in_b = rmatvec(rotation, signs_a * half_a - translation)
     corners_b_in_a = matvec(rotation, signs_b * half_b) + translation
     gaps = jnp.concatenate([corners_a_in_b - jnp.clip(corners_a_in_b, -half_b, half_b),
@@ -227,20 +217,20 @@ def _corner_contact(rotation, translation, half_a, half_b, edges_a):
     return simplex, jnp.where(from_a, corner, on_box), jnp.where(from_a, on_box, corner)
 
 
-def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -> Contact:
-    """The contact of A, a box of `half_a` (3,) with edges along `edges_a` (a box's three axes, or a
-    segment's z), and B, a box of `half_b` (3,), A's frame: see the module docstring. `resolution` ():
-    corner points closer than it give no normal of their own (the face axis's holds)."""
+def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
+    """The contact of A's core box and B's, A's frame: see the module docstring. `resolution` (): corner
+    points closer than it give no normal of their own (the face axis's holds)."""
     rotation, translation = pair.rotation, pair.translation
+    half_a, half_b = core_a.half_extents, core_b.half_extents
     dtype = translation.dtype
     # Rounding of the separations and of the corners' heights along an axis (A's frame, lengths); a
     # reduction, which XLA:CPU computes once, where an elementwise formula is copied into every fusion
     # that reads it.
     scales = jnp.max(jnp.abs(jnp.stack([translation, half_a, half_b])), axis=1)
     tolerance = BOX_AXIS_ROUNDINGS * epsilon(dtype) * (scales[0] + scales[1] + scales[2])
-    axes = _axes(rotation, edges_a)
+    axes = _axes(rotation)
     separation, sign = _separations(axes, rotation, translation, half_a, half_b)
-    face_count = len(axes) - 3 * len(edges_a)
+    face_count = 6
     face = jnp.argmax(separation[:face_count])
     edge = face_count + jnp.argmax(separation[face_count:])
     s_face, s_edge = separation[face], separation[edge]
@@ -260,9 +250,8 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
 
     edge_index = edge - face_count
     edge_simplex, edge_points, edge_is_face = _edge_contact(
-        rotation, translation, half_a, half_b, jnp.asarray(edges_a)[edge_index // 3], edge_index % 3,
-        edge_normal)
-    corner_simplex, *corner_points = _corner_contact(rotation, translation, half_a, half_b, edges_a)
+        rotation, translation, half_a, half_b, edge_index // 3, edge_index % 3, edge_normal)
+    corner_simplex, *corner_points = _corner_contact(rotation, translation, half_a, half_b)
 
     def gap(points):
         return matvec(rotation, points[1]) + translation - points[0]
@@ -303,22 +292,7 @@ def _box_pair_contact(pair: RelativePair, half_a, half_b, edges_a, resolution) -
 
     simplex = jax.tree_util.tree_map(choose, face_simplex, edge_simplex, corner_simplex)
     point_a, point_b = (choose(*sides) for sides in zip(face_points, edge_points, corner_points, strict=True))
-    if edges_a == _SEGMENT_EDGES:  # the segment's ends by (0, 0, ±1), as `_scalar_pairs` holds them
-        simplex = Simplex(simplex.directions_a * jnp.asarray([0, 0, 1], dtype), simplex.directions_b,
-                          simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
     spans_face = jnp.where(use_face, face_slots[3][2], edge_is_face)  # a face's third slot in use
     kind = select([separated, spans_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
                       NormalKind.FIXED)
     return closed_contact(distance, normal, simplex, point_a, point_b, kind)
-
-
-def segment_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
-    """A's core segment (a `Capsule`'s, along A's z) and B's core box."""
-    dtype = pair.translation.dtype
-    half_a = jnp.zeros(3, dtype).at[2].set(core_a.half_length)
-    return _box_pair_contact(pair, half_a, core_b.half_extents, _SEGMENT_EDGES, resolution)
-
-
-def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
-    """A's core box and B's."""
-    return _box_pair_contact(pair, core_a.half_extents, core_b.half_extents, _BOX_EDGES, resolution)

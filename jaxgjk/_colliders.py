@@ -3,10 +3,10 @@
 Robot models are mostly spheres, capsules and boxes, against each other and against the floor. Their
 cores are a point, a segment and a box (`Shape.margin` sweeps them into the shapes), and for those a
 closed form or a separating-axis test gives the exact contact with no loop:
-- point–point, point–segment, segment–segment (parallel segments included) and point–box:
-  `_scalar_pairs`, which runs the whole query of those pairs on per-pair scalars (`_solve.solve` hands
-  them over);
-- segment–box and box–box: `_box_colliders`;
+- point–point, point–segment, segment–segment (parallel segments included), point–box and
+  segment–box: `_scalar_pairs`, which runs the whole query of those pairs on per-pair scalars
+  (`_solve.solve` hands them over);
+- box–box: `_box_colliders`;
 - point–cylinder and point–ellipsoid (spheres against cylinders and ellipsoids): `_curved_colliders`;
   their contacts on a curved surface carry the normal's response to the curvature
   (`_refine.smooth_response`), as the refined general path's do;
@@ -252,10 +252,10 @@ def exchanged(contact: Contact, pair: RelativePair) -> Contact:
 
 
 def _solvers():
-    from ._box_colliders import box_box, segment_box  # they build on the helpers above
+    from ._box_colliders import box_box  # it builds on the helpers above
     from ._curved_colliders import point_cylinder, point_ellipsoid
 
-    return {(SEGMENT, BOX): segment_box, (BOX, BOX): box_box,
+    return {(BOX, BOX): box_box,
             (POINT, CYLINDER): point_cylinder, (POINT, ELLIPSOID): point_ellipsoid}
 
 
@@ -274,7 +274,8 @@ def _with_response(contact: Contact, pair: RelativePair):
 def specialised_contact(specialised: bool, pair: RelativePair, resolution):
     """The exact contact of `pair`'s cores from a specialised solver and its normal's response (3, 3),
     A's frame (None where the contact is never `NormalKind.SMOOTH`), or None where its kinds have no
-    solver here (trace time; point and segment pairs, and a point with a box, are `_scalar_pairs`'s).
+    solver here (trace time; point and segment pairs, and a point or a segment with a box, are
+    `_scalar_pairs`'s).
     Half-spaces are always solved here (`specialised` does not apply to them). `resolution` (): the
     least core distance told apart from touching (`_tolerance`)."""
     kind_a, kind_b = core_kind(pair.shape_a), core_kind(pair.shape_b)

@@ -1,11 +1,12 @@
-"""Spheres and capsules against each other, and spheres against boxes (their `Rounded` forms
-included): the whole query on per-pair scalars.
+"""Spheres and capsules against each other and against boxes (their `Rounded` forms included): the
+whole query on per-pair scalars.
 
 Their cores are a point (A's or B's origin), a segment along the body's z axis or a box, and the exact
 contact is a closed form (`_closest`; a point and a box: the box's closest point, or from inside its
-nearest face). The stages are `_solve`'s — validity, sanitising and B's pose in A's
-frame (`prepare`), the cores' contact in A's frame, then the margins, the world frame, the status and
-the features (`world_result`) — written end to end on `Vec3`s and scalars (`_scalars`), so that under
+nearest face; a segment and a box: the separating axes and candidates of `_box_colliders`). The
+stages are `_solve`'s — validity, sanitising and B's pose in A's frame (`prepare`), the cores' contact
+in A's frame, then the margins, the world frame, the status and the features (`world_result`) —
+written end to end on `Vec3`s and scalars (`_scalars`), so that under
 `vmap` the query runs as a few contiguous loops over the batch rather than dozens over short strided
 rows; arrays are made only for the `DistanceResult`. The results follow the contract of every other
 solver: the simplex holds the support directions of the features in contact (a segment's ends by
@@ -30,7 +31,7 @@ from ._pose import normalized_quaternion
 from ._result import Config, DistanceResult, Simplex, Status
 from ._scalars import Rotation, Vec3, where
 from ._shapes import Box, Capsule, Sphere
-from ._tolerance import float_dtype, touching_resolution
+from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon, float_dtype, touching_resolution
 
 
 def handles(config: Config, shape_a, shape_b) -> bool:
@@ -38,7 +39,7 @@ def handles(config: Config, shape_a, shape_b) -> bool:
     or `Capsule`, possibly `Rounded`), or a point and a box, and the config allows specialised
     solvers."""
     cores = {type(innermost(shape_a)), type(innermost(shape_b))}
-    return config.specialised and (cores <= {Sphere, Capsule} or cores == {Sphere, Box})
+    return config.specialised and (cores <= {Sphere, Capsule} or cores in ({Sphere, Box}, {Capsule, Box}))
 
 
 def _half_length(shape, dtype):
@@ -112,20 +113,47 @@ def _point_segment(rotation: Rotation, translation: Vec3, half_b, resolution) ->
                     jnp.where(apart, NormalKind.FROM_CLOSEST, NormalKind.FIXED))
 
 
-def _box_feature_simplex(point: Vec3, half: Vec3, normal: Vec3) -> Simplex:
-    """The simplex of A's point (support direction `normal`, A's frame) against the feature of B's box
-    that holds `point` (B's frame, on the box's surface): `_colliders.box_feature_simplex`'s corners
-    and weights (`_colliders.feature_axes`), written by slot and component."""
-    free = [jnp.abs(p) < h for p, h in zip(point, half, strict=True)]  # the feature extends along these
-    base = by_slot(_COMPONENTS, *(jnp.where(f | (p < 0), -1, 1) for f, p in zip(free, point, strict=True)))
+class _BoxSlots(NamedTuple):
+    """A box feature in the simplex's first three slots (`_colliders.box_feature_simplex`, written on
+    scalars): its corners by sign vectors, `base` (a `Vec3` of ±1) in slot 0 and, in slots 1 and 2,
+    `base` with the component `raised[1]`, `raised[2]` (int32 ()) set to +1 (`raised[0]` is −1:
+    none); the affine `weights` and the `mask` of the slots (three scalars each)."""
+
+    base: Vec3
+    raised: tuple
+    weights: tuple
+    mask: tuple
+
+
+def _box_slots(point: Vec3, half: Vec3, free=None) -> _BoxSlots:
+    """The feature of the box of half extents `half` that holds `point` (its frame, on its surface): it
+    extends along the axes where `point` lies strictly inside the box's slab, or along `free` (three
+    bools, at most two) where given, where `point` may lie beyond the feature (the weights
+    extrapolate it)."""
+    if free is None:
+        free = [jnp.abs(p) < h for p, h in zip(point, half, strict=True)]
+    base = Vec3(*(jnp.where(f | (p < 0), -1, 1) for f, p in zip(free, point, strict=True)))
     count, first, second, alpha, beta = feature_axes(
         free, [(p + h) / jnp.where(h > 0, 2 * h, 1) for p, h in zip(point, half, strict=True)])
+    return _BoxSlots(base, (jnp.asarray(-1, jnp.int32), first, second), (1 - alpha - beta, alpha, beta),
+                     (jnp.asarray(True), count >= 1, count >= 2))
+
+
+def _box_rows(base: Vec3, raised, half: Vec3, dtype):
+    """(directions (4, 3), corners (4, 3)) of the box corners in slots 0–2 (`_BoxSlots`), zero in slot 3."""
     rows = _SLOTS[:, None]
-    raised = ((rows == 1) & (_COMPONENTS == first)) | ((rows == 2) & (_COMPONENTS == second))
-    directions = jnp.where(rows < 3, jnp.where(raised, 1, base), 0).astype(point.x.dtype)
-    return Simplex(_repeated_rows(normal, 3), directions, jnp.zeros((4, 3), point.x.dtype),
-                   directions * by_slot(_COMPONENTS, *half), _per_slot(1 - alpha - beta, alpha, beta),
-                   _SLOTS <= count)
+    is_raised = by_slot(_SLOTS, *raised)[:, None] == _COMPONENTS
+    directions = jnp.where(rows < 3, jnp.where(is_raised, 1, by_slot(_COMPONENTS, *base)), 0).astype(dtype)
+    return directions, directions * by_slot(_COMPONENTS, *half)
+
+
+def _box_feature_simplex(point: Vec3, half: Vec3, normal: Vec3) -> Simplex:
+    """The simplex of A's point (support direction `normal`, A's frame) against the feature of B's box
+    that holds `point` (B's frame, on the box's surface)."""
+    slots = _box_slots(point, half)
+    directions, corners = _box_rows(slots.base, slots.raised, half, point.x.dtype)
+    return Simplex(_repeated_rows(normal, 3), directions, jnp.zeros((4, 3), point.x.dtype), corners,
+                   _per_slot(*slots.weights), _per_slot(*slots.mask))
 
 
 def _point_box(rotation: Rotation, translation: Vec3, half: Vec3) -> _Contact:
@@ -160,6 +188,220 @@ def _point_box(rotation: Rotation, translation: Vec3, half: Vec3) -> _Contact:
                      jnp.where(face_contact, NormalKind.FROM_FACE, NormalKind.FIXED))
     return _Contact(jnp.where(inside, -on_axis(depths), outward.dot(gap)), normal, simplex,
                     jnp.zeros((), dtype), point_b, kind)
+
+
+def _first_of_largest(values):
+    """(the largest of `values` (scalars), its index () int32, the first of ties: `jnp.argmax`)."""
+    best, index = values[0], jnp.zeros((), jnp.int32)
+    for i, value in enumerate(values[1:], 1):
+        larger = value > best
+        best, index = jnp.where(larger, value, best), jnp.where(larger, i, index)
+    return best, index
+
+
+def _pick(index, values):
+    """`values[index]` for a traced `index` () over a sequence of scalars or of `Vec3`s."""
+    if isinstance(values[0], Vec3):
+        return Vec3(*(_pick(index, components) for components in zip(*values, strict=True)))
+    chosen = values[-1]
+    for i in reversed(range(len(values) - 1)):
+        chosen = jnp.where(index == i, values[i], chosen)
+    return chosen
+
+
+def _clip(point: Vec3, half: Vec3) -> Vec3:
+    return Vec3(*(jnp.clip(p, -h, h) for p, h in zip(point, half, strict=True)))
+
+
+def _choose(use_face, use_edge, face, edge, corner):
+    """The face contact's value where `use_face`, else the edge contact's where `use_edge`, else the
+    corner contact's (scalars or `Vec3`s)."""
+    if isinstance(face, Vec3):
+        return Vec3(*(_choose(use_face, use_edge, *c) for c in zip(face, edge, corner, strict=True)))
+    return jnp.select([use_face, use_edge], [face, edge], corner)
+
+
+def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, resolution) -> _Contact:
+    """A's core segment (along A's z, half-length `half_a`) and B's core box (half extents `half`):
+    `_box_colliders`' contact of two boxes (its docstring has the reasoning) for a segment, the box of
+    half extents (0, 0, `half_a`) whose only edge is its axis. The axes are B's face normals and A's
+    axis crossed with B's axes; the face contact is a face of B against the segment's deepest end, or
+    against its part over the face where it lies flat on it; the corners are the segment's ends and
+    B's eight."""
+    dtype = translation.x.dtype
+    h, extents = half_a, tuple(half)
+    columns = [rotation.column(j) for j in range(3)]  # B's axes, A's frame
+    axis_in_b = Vec3(*(c.z for c in columns))  # A's axis, B's frame
+    origin_in_b = -rotation.apply_transpose(translation)  # A's origin, B's frame
+
+    def in_b(z):  # A's axis point (0, 0, z), B's frame
+        return axis_in_b * z + origin_in_b
+
+    def gap(z_a, point_b: Vec3) -> Vec3:  # from A's point (0, 0, z_a) to B's, A's frame
+        return rotation.apply(point_b) + translation - Vec3(jnp.zeros_like(z_a), jnp.zeros_like(z_a), z_a)
+
+    tolerance = BOX_AXIS_ROUNDINGS * epsilon(dtype) * (translation.largest_abs() + h + half.largest_abs())
+    # The separations along B's face normals and along z × B's axes, and the signs that turn each axis
+    # towards B. z × c_j reaches over B Σ_k |c_k · (z × c_j)| e_k = e_k |c_m.z| + e_m |c_k.z|, for the
+    # other two axes k, m (c_j × c_k = ±c_m).
+    centres = [c.dot(translation) for c in columns]
+    face_separations = [(jnp.abs(centre) - jnp.abs(c.z) * h - e) / jnp.sqrt(c.dot(c))
+                        for c, centre, e in zip(columns, centres, extents, strict=True)]
+    crosses = [Vec3(-c.y, c.x, jnp.zeros_like(c.x)) for c in columns]
+    cross_centres = [u.dot(translation) for u in crosses]
+    edge_separations = []
+    for j, (u, centre) in enumerate(zip(crosses, cross_centres, strict=True)):
+        k, m = (j + 1) % 3, (j + 2) % 3
+        length_sq = u.dot(u)
+        reach = extents[k] * jnp.abs(columns[m].z) + extents[m] * jnp.abs(columns[k].z)
+        edge_separations.append(jnp.where(length_sq > 0, (jnp.abs(centre) - reach)
+                                          / jnp.sqrt(jnp.where(length_sq > 0, length_sq, 1)), -jnp.inf))
+    s_face, face = _first_of_largest(face_separations)
+    s_edge, edge = _first_of_largest(edge_separations)
+    face_sign = jnp.where(_pick(face, centres) >= 0, 1, -1).astype(dtype)
+    edge_sign = jnp.where(_pick(edge, cross_centres) >= 0, 1, -1).astype(dtype)
+    towards = _pick(face, columns) * face_sign  # the segment's support direction against B's face
+    face_normal = towards.unit()
+    edge_normal = (_pick(edge, crosses) * edge_sign).unit()
+
+    # The face contact: B's face (outward normal −towards) against the segment's deepest end, or, where
+    # the segment lies flat on it to rounding, against the segment's part over the face's rectangle
+    # widened by the tolerance (clipped, Liang–Barsky), at that part's middle.
+    deepest = jnp.where(towards.z >= 0, 1, -1).astype(dtype)
+    steepest = (jnp.abs(towards.z) > jnp.abs(towards.x)) & (jnp.abs(towards.z) > jnp.abs(towards.y))
+    flat = (2 * h * jnp.abs(towards.z) <= tolerance) & (h > 0) & ~steepest
+    start = in_b(jnp.where(flat, -h, deepest * h))
+    step = axis_in_b * jnp.where(flat, 2 * h, 0)
+    enter, leave = jnp.zeros((), dtype), jnp.ones((), dtype)
+    for k, (begin, change, e) in enumerate(zip(start, step, extents, strict=True)):
+        bound = jnp.where(face == k, jnp.inf, e + tolerance)
+        moving = change != 0
+        safe = jnp.where(moving, change, 1)
+        low, high = (-bound - begin) / safe, (bound - begin) / safe
+        within = jnp.abs(begin) <= bound
+        enter = jnp.maximum(enter, jnp.where(moving, jnp.minimum(low, high),
+                                             jnp.where(within, -jnp.inf, jnp.inf)))
+        leave = jnp.minimum(leave, jnp.where(moving, jnp.maximum(low, high),
+                                             jnp.where(within, jnp.inf, -jnp.inf)))
+    face_z = jnp.where(flat & (enter <= leave), h * (enter + leave - 1), deepest * h)
+    on_face = [face == k for k in range(3)]
+    face_value = -face_sign * _pick(face, extents)
+    face_point = Vec3(*(jnp.where(on, face_value, jnp.clip(p, -e, e))
+                        for on, p, e in zip(on_face, in_b(face_z), extents, strict=True)))
+    deepest_projected = Vec3(*(jnp.where(on, face_value, p)
+                               for on, p in zip(on_face, in_b(deepest * h), strict=True)))
+    face_slots = _box_slots(deepest_projected, half, [~on & (e > 0) for on, e in zip(on_face, extents,
+                                                                                        strict=True)])
+
+    # The edge contact: the closest points of the segment and B's support edge along −edge_normal
+    # (parallel to B's axis `edge`), each clamped to its edge; the simplex of their parallelogram.
+    along_b = _pick(edge, columns)
+    signs_b = Vec3(*(jnp.where(-c.dot(edge_normal) >= 0, 1, -1).astype(dtype) for c in columns))
+    on_edge = [edge == k for k in range(3)]
+    edge_base = Vec3(*(jnp.where(on, -1, sign) for on, sign in zip(on_edge, signs_b, strict=True)))
+    middle = Vec3(*(jnp.where(on, 0, sign * e)
+                    for on, sign, e in zip(on_edge, signs_b, extents, strict=True)))
+    offset = rotation.apply(middle) + translation  # the edge's middle, A's frame
+    # Lines a(s) = s z, b(t) = offset + t y (unit z, y): with c = z × y, the closest points are at
+    # s = ((offset × y)·c)/|c|², t = ((offset × z)·c)/|c|².
+    cross = _pick(edge, crosses)
+    cross_sq = cross.dot(cross)
+    cross_sq_safe = jnp.where(cross_sq > 0, cross_sq, 1)
+    z_axis = Vec3.axis(2, dtype)
+
+    def fraction(along, half_edge):  # from the edge's − end to its + end, clamped to [0, 1]
+        return ((jnp.clip(along, -half_edge, half_edge) + half_edge)
+                / jnp.where(half_edge > 0, 2 * half_edge, 1))
+
+    half_edge_b = _pick(edge, extents)
+    s = fraction(offset.cross(along_b).dot(cross) / cross_sq_safe, h)
+    t = fraction(offset.cross(z_axis).dot(cross) / cross_sq_safe, half_edge_b)
+    far = s + t > 1  # `_colliders.parallelogram`: the far corner's half
+    edge_signs_a = tuple(jnp.where(high, 1, -1).astype(dtype) for high in (far, far, ~far))
+    edge_raised = tuple(jnp.where(high, edge, -1) for high in (far, ~far, far))
+    edge_weights = (jnp.where(far, s + t - 1, 1 - s - t), jnp.where(far, 1 - t, t), jnp.where(far, 1 - s, s))
+    edge_z = h * (2 * s - 1)
+    edge_point = Vec3(*(jnp.where(on, half_edge_b * (2 * t - 1), sign * e)
+                        for on, sign, e in zip(on_edge, signs_b, extents, strict=True)))
+    edge_is_face = ~nearly_parallel(z_axis, along_b) & (h > 0) & (half_edge_b > 0)
+
+    # The corner contact: the nearest of the segment's ends against B and B's corners against the
+    # segment (the first of ties, in `_box_colliders`' order).
+    best = None
+    for end in (-1, 1):
+        corner = in_b(end * h)
+        on_box = _clip(corner, half)
+        outside = corner - on_box
+        candidate = (outside.dot(outside), jnp.asarray(True), jnp.asarray(end * h, dtype), on_box,
+                     Vec3(*(jnp.ones((), dtype),) * 3), jnp.asarray(end, dtype))
+        best = candidate if best is None else _nearer(candidate, best)
+    for index in range(8):
+        signs = Vec3(*(jnp.asarray(2 * ((index >> k) & 1) - 1, dtype) for k in range(3)))
+        corner_b = Vec3(*(sign * e for sign, e in zip(signs, extents, strict=True)))
+        corner = rotation.apply(corner_b) + translation
+        on_axis = jnp.clip(corner.z, -h, h)
+        distance_sq = corner.x * corner.x + corner.y * corner.y + (corner.z - on_axis) ** 2
+        best = _nearer((distance_sq, jnp.asarray(False), on_axis, corner_b, signs, jnp.ones((), dtype)), best)
+    _, from_a, corner_z, corner_point, corner_signs_b, corner_sign_a = best
+    # A's end against B's feature holding its closest point, or B's corner against the segment's.
+    end_slots = _box_slots(corner_point, half)
+    inside = jnp.abs(corner_z) < h
+    segment_base = jnp.where(inside | (corner_z < 0), -1, 1).astype(dtype)
+    along_a = jnp.where(inside, (corner_z + h) / jnp.where(h > 0, 2 * h, 1), 0)
+    corner_signs_a = tuple(jnp.where(from_a, corner_sign_a, value)
+                           for value in (segment_base, jnp.where(inside, 1, segment_base), segment_base))
+    corner_base = where(from_a, end_slots.base, corner_signs_b)
+    corner_raised = tuple(jnp.where(from_a, r, -1) for r in end_slots.raised)
+    segment_weights = (1 - along_a, along_a, jnp.zeros_like(along_a))
+    corner_weights = tuple(jnp.where(from_a, w, segment)
+                           for w, segment in zip(end_slots.weights, segment_weights, strict=True))
+    corner_mask = tuple(jnp.where(from_a, m, segment) for m, segment in
+                        zip(end_slots.mask, (jnp.asarray(True), inside, jnp.asarray(False)), strict=True))
+
+    # Choose (`_box_colliders._box_pair_contact`): apart, the nearest candidate whose points are its
+    # axis's separation apart; overlapping, the deepest axis, the face's within rounding.
+    face_gap, edge_gap = gap(face_z, face_point), gap(edge_z, edge_point)
+    corner_gap = gap(corner_z, corner_point)
+    face_length, edge_length, corner_length = (v.unit().dot(v) for v in (face_gap, edge_gap, corner_gap))
+    s_max = jnp.maximum(s_face, s_edge)
+    separated = s_max > 0
+    tie = tolerance / 8
+    face_found = face_length <= s_face + tie
+    edge_found = edge_is_face & (edge_length <= s_edge + tie)
+    nearest = jnp.minimum(jnp.minimum(jnp.where(face_found, face_length, jnp.inf),
+                                      jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
+    use_face = jnp.where(separated, face_found & (face_length <= nearest + tie), s_face >= s_edge - tolerance)
+    use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
+    corner_normal = where(corner_gap.largest_abs() > resolution, corner_gap.unit(), face_normal)
+    distance = _choose(use_face, use_edge, s_face, s_edge, corner_normal.dot(corner_gap))
+    distance = jnp.where(separated, jnp.maximum(jnp.minimum(distance, nearest), s_max), distance)
+    normal = _choose(use_face, use_edge, face_normal, edge_normal, corner_normal)
+
+    def chosen(face_values, edge_values, corner_values):
+        return tuple(_choose(use_face, use_edge, *values)
+                     for values in zip(face_values, edge_values, corner_values, strict=True))
+
+    signs_a = chosen((deepest,) * 3, edge_signs_a, corner_signs_a)
+    base = _choose(use_face, use_edge, face_slots.base, edge_base, corner_base)
+    raised = chosen(face_slots.raised, edge_raised, corner_raised)
+    directions_b, corners_b = _box_rows(base, raised, half, dtype)
+    signs = _per_slot(*signs_a)
+    simplex = Simplex(_axial_rows(signs, 1), directions_b, _axial_rows(signs, h), corners_b,
+                      _per_slot(*chosen(face_slots.weights, edge_weights, corner_weights)),
+                      _per_slot(*chosen(face_slots.mask, (jnp.asarray(True),) * 3, corner_mask)))
+    spans_face = jnp.where(use_face, face_slots.mask[2], edge_is_face)
+    kind = jnp.where(separated, NormalKind.FROM_CLOSEST, jnp.where(spans_face, NormalKind.FROM_FACE,
+                                                                   NormalKind.FIXED))
+    return _Contact(distance, normal, simplex, _choose(use_face, use_edge, face_z, edge_z, corner_z),
+                    _choose(use_face, use_edge, face_point, edge_point, corner_point), kind)
+
+
+def _nearer(candidate, best):
+    """`candidate` where its squared distance (its first element) is less than `best`'s, else `best`:
+    tuples of scalars and `Vec3`s."""
+    nearer = candidate[0] < best[0]
+    return tuple(where(nearer, c, b) if isinstance(c, Vec3) else jnp.where(nearer, c, b)
+                 for c, b in zip(candidate, best, strict=True))
 
 
 def _segment_pair_simplex(half_a, half_b, s, t, diagonal_along, far_sign, use_diagonal) -> Simplex:
@@ -241,22 +483,20 @@ def _core_contact(shape_a, shape_b, rotation: Rotation, translation: Vec3, resol
     """The cores' contact, A's frame, by the solver of their kinds (trace time)."""
     dtype = translation.x.dtype
     core_a, core_b = innermost(shape_a), innermost(shape_b)
-    if isinstance(core_b, Box):
-        return _point_box(rotation, translation, Vec3.of(core_b.half_extents))
-    if isinstance(core_a, Box):  # solved as (B, A): B's pose in A's frame is (Rᵀ, −Rᵀ t)
-        inverse = rotation.transpose()
-        return _exchanged(_point_box(inverse, -inverse.apply(translation), Vec3.of(core_a.half_extents)),
+    if isinstance(core_a, Box) or (isinstance(core_a, Capsule) and isinstance(core_b, Sphere)):
+        inverse = rotation.transpose()  # solved as (B, A): A's pose in B's frame is (Rᵀ, −Rᵀ t)
+        return _exchanged(_core_contact(shape_b, shape_a, inverse, -inverse.apply(translation), resolution),
                           rotation)
-    segment_a, segment_b = isinstance(core_a, Capsule), isinstance(core_b, Capsule)
     half_a, half_b = _half_length(shape_a, dtype), _half_length(shape_b, dtype)
-    if segment_a and segment_b:
-        return _segment_segment(rotation, translation, half_a, half_b, resolution)
-    if segment_b:
+    if isinstance(core_b, Box):
+        extents = Vec3.of(core_b.half_extents)
+        if isinstance(core_a, Capsule):
+            return _segment_box(rotation, translation, half_a, extents, resolution)
+        return _point_box(rotation, translation, extents)
+    if isinstance(core_b, Capsule):
+        if isinstance(core_a, Capsule):
+            return _segment_segment(rotation, translation, half_a, half_b, resolution)
         return _point_segment(rotation, translation, half_b, resolution)
-    if segment_a:  # solved as (B, A): B's pose in A's frame is (Rᵀ, −Rᵀ t)
-        inverse = rotation.transpose()
-        return _exchanged(_point_segment(inverse, -inverse.apply(translation), half_a, resolution),
-                          rotation)
     return _point_point(rotation, translation, resolution)
 
 

@@ -1,4 +1,5 @@
-"""The exact box–box and capsule–box colliders (`jaxgjk/_box_colliders.py`) against float64 references:
+"""The exact box–box and capsule–box colliders (`jaxgjk/_box_colliders.py`, `jaxgjk/_scalar_pairs.py`)
+against float64 references:
 the hull of the Minkowski difference of the cores (Qhull, `reference.signed_distance_polytopes`), closed
 forms for contacts built to touch (face–face, edge–face, corner–face, edge–edge, at gaps from 0 to
 ±1e-3 of the size), the general GJK/EPA path, support functions written out in NumPy (witness
@@ -373,10 +374,14 @@ def test_built_box_contacts(dtype, other_first, rng):
             index, feature, gap)
 
 
+CAPSULE_BOX_FEATURES = {"face": jg.FeatureDim.FACE, "corner": jg.FeatureDim.FACE, "edges": jg.FeatureDim.EDGE}
+
+
 @pytest.mark.parametrize("box_first", [False, True])
 def test_built_capsule_box_contacts(box_first, rng):
     """A capsule's core segment lying on a box face, standing on it by an end, and crossing an edge;
-    with the box first, a `Rounded` box (margins on both sides, some 0)."""
+    with the box first, a `Rounded` box (margins on both sides, some 0). The box's feature is the face
+    or the edge built (CURVED where rounded), the capsule's CURVED."""
     rows, normals, labels = built_rows(rng, ["face", "corner", "edges"], GAPS,
                                        lambda rng: box(rng.uniform(0.2, 1, 3)),
                                        lambda rng: capsule(rng.uniform(0, 0.2), rng.uniform(0.2, 1)), 4,
@@ -393,6 +398,11 @@ def test_built_capsule_box_contacts(box_first, rng):
             expected = gap - margin_of(shape_a) - margin_of(shape_b)
             assert abs(result.distance[index] - expected) <= 1e-12 * size, (index, feature, gap)
         assert np.linalg.norm(result.normal[index] - normal) <= 1e-6, (index, feature, gap)
+        box_shape, box_feature, capsule_feature = ((shape_a, result.feature_a, result.feature_b) if box_first
+                                                   else (shape_b, result.feature_b, result.feature_a))
+        expected_box = jg.FeatureDim.CURVED if margin_of(box_shape) > 0 else CAPSULE_BOX_FEATURES[feature]
+        assert box_feature.dimension[index] == expected_box, (index, feature, gap)
+        assert capsule_feature.dimension[index] == jg.FeatureDim.CURVED, (index, feature, gap)
 
 
 def test_degenerate_boxes(rng):
