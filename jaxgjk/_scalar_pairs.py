@@ -36,8 +36,8 @@ from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon, float_dtype, touching_resol
 
 def handles(config: Config, shape_a, shape_b) -> bool:
     """Whether this module solves the pair (trace time): both cores are points or segments (a `Sphere`
-    or `Capsule`, possibly `Rounded`), or a point and a box, and the config allows specialised
-    solvers."""
+    or `Capsule`, possibly `Rounded`), or one is and the other a box, and the config allows
+    specialised solvers."""
     cores = {type(innermost(shape_a)), type(innermost(shape_b))}
     return config.specialised and (cores <= {Sphere, Capsule} or cores in ({Sphere, Box}, {Capsule, Box}))
 
@@ -215,31 +215,163 @@ def _clip(point: Vec3, half: Vec3) -> Vec3:
 
 def _choose(use_face, use_edge, face, edge, corner):
     """The face contact's value where `use_face`, else the edge contact's where `use_edge`, else the
-    corner contact's (scalars or `Vec3`s)."""
+    corner contact's (scalars or `Vec3`s). `jnp.select`, not a chain of wheres: with the chain, XLA:CPU
+    copied the candidates' computation into each output's loop (the whole result 1.4x slower)."""
     if isinstance(face, Vec3):
         return Vec3(*(_choose(use_face, use_edge, *c) for c in zip(face, edge, corner, strict=True)))
     return jnp.select([use_face, use_edge], [face, edge], corner)
+
+
+class _Candidate(NamedTuple):
+    """A candidate contact of A's core segment and B's core box: A's point (0, 0, `z`) and B's `point`
+    (B's frame), and its simplex on scalars: in the three slots, A's segment ends by their signs
+    (`signs_a`) and B's corners by `base` and `raised` (`_BoxSlots`), with the slots' `weights` and
+    `mask`."""
+
+    z: jnp.ndarray
+    point: Vec3
+    signs_a: tuple
+    base: Vec3
+    raised: tuple
+    weights: tuple
+    mask: tuple
+
+
+def _segment_face(axis_in_b: Vec3, origin_in_b: Vec3, towards: Vec3, face, face_sign, h, half: Vec3,
+                  tolerance) -> _Candidate:
+    """B's face normal to its axis `face` (int32 ()) with outward normal −`towards` (A's frame; B lies
+    on the side of sign `face_sign` along the axis) against the segment's deepest end, or, where the
+    segment lies flat on it to rounding, against the segment's part over the face's rectangle widened
+    by the tolerance (clipped, Liang–Barsky), at that part's middle. The segment is A's axis
+    (0, 0, z), |z| ≤ `h`, at `axis_in_b` z + `origin_in_b` in B's frame."""
+    dtype = towards.z.dtype
+    extents = tuple(half)
+    deepest = jnp.where(towards.z >= 0, 1, -1).astype(dtype)
+    steepest = (jnp.abs(towards.z) > jnp.abs(towards.x)) & (jnp.abs(towards.z) > jnp.abs(towards.y))
+    flat = (2 * h * jnp.abs(towards.z) <= tolerance) & (h > 0) & ~steepest
+    start = axis_in_b * jnp.where(flat, -h, deepest * h) + origin_in_b
+    step = axis_in_b * jnp.where(flat, 2 * h, 0)
+    enter, leave = jnp.zeros((), dtype), jnp.ones((), dtype)
+    for k, (begin, change, e) in enumerate(zip(start, step, extents, strict=True)):
+        bound = jnp.where(face == k, jnp.inf, e + tolerance)
+        moving = change != 0
+        safe = jnp.where(moving, change, 1)
+        low, high = (-bound - begin) / safe, (bound - begin) / safe
+        within = jnp.abs(begin) <= bound
+        enter = jnp.maximum(enter, jnp.where(moving, jnp.minimum(low, high),
+                                             jnp.where(within, -jnp.inf, jnp.inf)))
+        leave = jnp.minimum(leave, jnp.where(moving, jnp.maximum(low, high),
+                                             jnp.where(within, jnp.inf, -jnp.inf)))
+    z = jnp.where(flat & (enter <= leave), h * (enter + leave - 1), deepest * h)
+    on_face = [face == k for k in range(3)]
+    face_value = -face_sign * _pick(face, extents)
+    point = Vec3(*(jnp.where(on, face_value, jnp.clip(p, -e, e))
+                   for on, p, e in zip(on_face, axis_in_b * z + origin_in_b, extents, strict=True)))
+    deepest_end = axis_in_b * (deepest * h) + origin_in_b
+    deepest_projected = Vec3(*(jnp.where(on, face_value, p)
+                               for on, p in zip(on_face, deepest_end, strict=True)))
+    in_face = [~on & (e > 0) for on, e in zip(on_face, extents, strict=True)]  # the face's axes
+    slots = _box_slots(deepest_projected, half, in_face)
+    return _Candidate(z, point, (deepest,) * 3, *slots)
+
+
+def _segment_edge(rotation: Rotation, translation: Vec3, edge, edge_normal: Vec3, h, half: Vec3):
+    """The closest points of the segment (A's axis, |z| ≤ `h`) and B's support edge along −`edge_normal`
+    (A's frame), parallel to B's axis `edge` (int32 ()), each clamped to its edge, with the simplex of
+    their parallelogram (`_colliders.parallelogram`): (`_Candidate`, whether the two edges span a face of
+    D: not parallel to rounding, neither of length 0)."""
+    dtype = translation.x.dtype
+    extents = tuple(half)
+    columns = [rotation.column(j) for j in range(3)]  # B's axes, A's frame
+    along_b = _pick(edge, columns)
+    signs_b = Vec3(*(jnp.where(-c.dot(edge_normal) >= 0, 1, -1).astype(dtype) for c in columns))
+    on_edge = [edge == k for k in range(3)]
+    base = Vec3(*(jnp.where(on, -1, sign) for on, sign in zip(on_edge, signs_b, strict=True)))
+    middle = Vec3(*(jnp.where(on, 0, sign * e)
+                    for on, sign, e in zip(on_edge, signs_b, extents, strict=True)))
+    offset = rotation.apply(middle) + translation  # the edge's middle, A's frame
+    # Lines a(s) = s z, b(t) = offset + t y (unit z, y): with c = z × y, the closest points are at
+    # s = ((offset × y)·c)/|c|², t = ((offset × z)·c)/|c|².
+    cross = Vec3(-along_b.y, along_b.x, jnp.zeros_like(along_b.x))
+    cross_sq = cross.dot(cross)
+    cross_sq_safe = jnp.where(cross_sq > 0, cross_sq, 1)
+    z_axis = Vec3.axis(2, dtype)
+
+    def fraction(along, half_edge):  # from the edge's − end to its + end, clamped to [0, 1]
+        return ((jnp.clip(along, -half_edge, half_edge) + half_edge)
+                / jnp.where(half_edge > 0, 2 * half_edge, 1))
+
+    half_edge_b = _pick(edge, extents)
+    s = fraction(offset.cross(along_b).dot(cross) / cross_sq_safe, h)
+    t = fraction(offset.cross(z_axis).dot(cross) / cross_sq_safe, half_edge_b)
+    far = s + t > 1  # the parallelogram's far half
+    point = Vec3(*(jnp.where(on, half_edge_b * (2 * t - 1), sign * e)
+                   for on, sign, e in zip(on_edge, signs_b, extents, strict=True)))
+    candidate = _Candidate(
+        h * (2 * s - 1), point, tuple(jnp.where(high, 1, -1).astype(dtype) for high in (far, far, ~far)),
+        base, tuple(jnp.where(high, edge, -1) for high in (far, ~far, far)),
+        (jnp.where(far, s + t - 1, 1 - s - t), jnp.where(far, 1 - t, t), jnp.where(far, 1 - s, s)),
+        (jnp.asarray(True),) * 3)
+    return candidate, ~nearly_parallel(z_axis, along_b) & (h > 0) & (half_edge_b > 0)
+
+
+def _nearer(candidate, best):
+    """`candidate` where its squared distance (its first element) is less than `best`'s, else `best`:
+    tuples of scalars and `Vec3`s."""
+    nearer = candidate[0] < best[0]
+    return tuple(where(nearer, c, b) if isinstance(c, Vec3) else jnp.where(nearer, c, b)
+                 for c, b in zip(candidate, best, strict=True))
+
+
+def _segment_corner(rotation: Rotation, translation: Vec3, axis_in_b: Vec3, origin_in_b: Vec3, h,
+                    half: Vec3) -> _Candidate:
+    """The nearest of the segment's ends against B and B's corners against the segment (the first of
+    ties, in `_box_colliders`' order): an end against B's feature holding its closest point, or a
+    corner against the segment's end or edge."""
+    dtype = translation.x.dtype
+    best = None
+    for end in (-1, 1):
+        corner = axis_in_b * (end * h) + origin_in_b
+        on_box = _clip(corner, half)
+        outside = corner - on_box
+        candidate = (outside.dot(outside), jnp.asarray(True), jnp.asarray(end * h, dtype), on_box,
+                     Vec3(*(jnp.ones((), dtype),) * 3), jnp.asarray(end, dtype))
+        best = candidate if best is None else _nearer(candidate, best)
+    for index in range(8):
+        signs = Vec3(*(jnp.asarray(2 * ((index >> k) & 1) - 1, dtype) for k in range(3)))
+        corner_b = Vec3(*(sign * e for sign, e in zip(signs, half, strict=True)))
+        corner = rotation.apply(corner_b) + translation
+        on_axis = jnp.clip(corner.z, -h, h)
+        distance_sq = corner.x * corner.x + corner.y * corner.y + (corner.z - on_axis) ** 2
+        best = _nearer((distance_sq, jnp.asarray(False), on_axis, corner_b, signs, jnp.ones((), dtype)), best)
+    _, from_a, z, point, corner_signs, end_sign = best
+    end_slots = _box_slots(point, half)
+    inside = jnp.abs(z) < h  # B's corner against the segment's edge, else against an end
+    segment_base = jnp.where(inside | (z < 0), -1, 1).astype(dtype)
+    along = jnp.where(inside, (z + h) / jnp.where(h > 0, 2 * h, 1), 0)
+    segment_signs = (segment_base, jnp.where(inside, 1, segment_base), segment_base)
+    segment_weights = (1 - along, along, jnp.zeros_like(along))
+    segment_mask = (jnp.asarray(True), inside, jnp.asarray(False))
+
+    def by_side(end_values, corner_values):  # an end's (A's) where it is the nearest, else a corner's
+        return tuple(jnp.where(from_a, a, b) for a, b in zip(end_values, corner_values, strict=True))
+
+    return _Candidate(z, point, by_side((end_sign,) * 3, segment_signs),
+                      where(from_a, end_slots.base, corner_signs), by_side(end_slots.raised, (-1,) * 3),
+                      by_side(end_slots.weights, segment_weights), by_side(end_slots.mask, segment_mask))
 
 
 def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, resolution) -> _Contact:
     """A's core segment (along A's z, half-length `half_a`) and B's core box (half extents `half`):
     `_box_colliders`' contact of two boxes (its docstring has the reasoning) for a segment, the box of
     half extents (0, 0, `half_a`) whose only edge is its axis. The axes are B's face normals and A's
-    axis crossed with B's axes; the face contact is a face of B against the segment's deepest end, or
-    against its part over the face where it lies flat on it; the corners are the segment's ends and
-    B's eight."""
+    axis crossed with B's axes; the candidates a face contact (`_segment_face`), an edge contact
+    (`_segment_edge`) and a corner contact (`_segment_corner`)."""
     dtype = translation.x.dtype
     h, extents = half_a, tuple(half)
     columns = [rotation.column(j) for j in range(3)]  # B's axes, A's frame
     axis_in_b = Vec3(*(c.z for c in columns))  # A's axis, B's frame
     origin_in_b = -rotation.apply_transpose(translation)  # A's origin, B's frame
-
-    def in_b(z):  # A's axis point (0, 0, z), B's frame
-        return axis_in_b * z + origin_in_b
-
-    def gap(z_a, point_b: Vec3) -> Vec3:  # from A's point (0, 0, z_a) to B's, A's frame
-        return rotation.apply(point_b) + translation - Vec3(jnp.zeros_like(z_a), jnp.zeros_like(z_a), z_a)
-
     tolerance = BOX_AXIS_ROUNDINGS * epsilon(dtype) * (translation.largest_abs() + h + half.largest_abs())
     # The separations along B's face normals and along z × B's axes, and the signs that turn each axis
     # towards B. z × c_j reaches over B Σ_k |c_k · (z × c_j)| e_k = e_k |c_m.z| + e_m |c_k.z|, for the
@@ -263,105 +395,15 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     towards = _pick(face, columns) * face_sign  # the segment's support direction against B's face
     face_normal = towards.unit()
     edge_normal = (_pick(edge, crosses) * edge_sign).unit()
+    face_contact = _segment_face(axis_in_b, origin_in_b, towards, face, face_sign, h, half, tolerance)
+    edge_contact, edge_is_face = _segment_edge(rotation, translation, edge, edge_normal, h, half)
+    corner_contact = _segment_corner(rotation, translation, axis_in_b, origin_in_b, h, half)
 
-    # The face contact: B's face (outward normal −towards) against the segment's deepest end, or, where
-    # the segment lies flat on it to rounding, against the segment's part over the face's rectangle
-    # widened by the tolerance (clipped, Liang–Barsky), at that part's middle.
-    deepest = jnp.where(towards.z >= 0, 1, -1).astype(dtype)
-    steepest = (jnp.abs(towards.z) > jnp.abs(towards.x)) & (jnp.abs(towards.z) > jnp.abs(towards.y))
-    flat = (2 * h * jnp.abs(towards.z) <= tolerance) & (h > 0) & ~steepest
-    start = in_b(jnp.where(flat, -h, deepest * h))
-    step = axis_in_b * jnp.where(flat, 2 * h, 0)
-    enter, leave = jnp.zeros((), dtype), jnp.ones((), dtype)
-    for k, (begin, change, e) in enumerate(zip(start, step, extents, strict=True)):
-        bound = jnp.where(face == k, jnp.inf, e + tolerance)
-        moving = change != 0
-        safe = jnp.where(moving, change, 1)
-        low, high = (-bound - begin) / safe, (bound - begin) / safe
-        within = jnp.abs(begin) <= bound
-        enter = jnp.maximum(enter, jnp.where(moving, jnp.minimum(low, high),
-                                             jnp.where(within, -jnp.inf, jnp.inf)))
-        leave = jnp.minimum(leave, jnp.where(moving, jnp.maximum(low, high),
-                                             jnp.where(within, jnp.inf, -jnp.inf)))
-    face_z = jnp.where(flat & (enter <= leave), h * (enter + leave - 1), deepest * h)
-    on_face = [face == k for k in range(3)]
-    face_value = -face_sign * _pick(face, extents)
-    face_point = Vec3(*(jnp.where(on, face_value, jnp.clip(p, -e, e))
-                        for on, p, e in zip(on_face, in_b(face_z), extents, strict=True)))
-    deepest_projected = Vec3(*(jnp.where(on, face_value, p)
-                               for on, p in zip(on_face, in_b(deepest * h), strict=True)))
-    face_slots = _box_slots(deepest_projected, half, [~on & (e > 0) for on, e in zip(on_face, extents,
-                                                                                        strict=True)])
-
-    # The edge contact: the closest points of the segment and B's support edge along −edge_normal
-    # (parallel to B's axis `edge`), each clamped to its edge; the simplex of their parallelogram.
-    along_b = _pick(edge, columns)
-    signs_b = Vec3(*(jnp.where(-c.dot(edge_normal) >= 0, 1, -1).astype(dtype) for c in columns))
-    on_edge = [edge == k for k in range(3)]
-    edge_base = Vec3(*(jnp.where(on, -1, sign) for on, sign in zip(on_edge, signs_b, strict=True)))
-    middle = Vec3(*(jnp.where(on, 0, sign * e)
-                    for on, sign, e in zip(on_edge, signs_b, extents, strict=True)))
-    offset = rotation.apply(middle) + translation  # the edge's middle, A's frame
-    # Lines a(s) = s z, b(t) = offset + t y (unit z, y): with c = z × y, the closest points are at
-    # s = ((offset × y)·c)/|c|², t = ((offset × z)·c)/|c|².
-    cross = _pick(edge, crosses)
-    cross_sq = cross.dot(cross)
-    cross_sq_safe = jnp.where(cross_sq > 0, cross_sq, 1)
-    z_axis = Vec3.axis(2, dtype)
-
-    def fraction(along, half_edge):  # from the edge's − end to its + end, clamped to [0, 1]
-        return ((jnp.clip(along, -half_edge, half_edge) + half_edge)
-                / jnp.where(half_edge > 0, 2 * half_edge, 1))
-
-    half_edge_b = _pick(edge, extents)
-    s = fraction(offset.cross(along_b).dot(cross) / cross_sq_safe, h)
-    t = fraction(offset.cross(z_axis).dot(cross) / cross_sq_safe, half_edge_b)
-    far = s + t > 1  # `_colliders.parallelogram`: the far corner's half
-    edge_signs_a = tuple(jnp.where(high, 1, -1).astype(dtype) for high in (far, far, ~far))
-    edge_raised = tuple(jnp.where(high, edge, -1) for high in (far, ~far, far))
-    edge_weights = (jnp.where(far, s + t - 1, 1 - s - t), jnp.where(far, 1 - t, t), jnp.where(far, 1 - s, s))
-    edge_z = h * (2 * s - 1)
-    edge_point = Vec3(*(jnp.where(on, half_edge_b * (2 * t - 1), sign * e)
-                        for on, sign, e in zip(on_edge, signs_b, extents, strict=True)))
-    edge_is_face = ~nearly_parallel(z_axis, along_b) & (h > 0) & (half_edge_b > 0)
-
-    # The corner contact: the nearest of the segment's ends against B and B's corners against the
-    # segment (the first of ties, in `_box_colliders`' order).
-    best = None
-    for end in (-1, 1):
-        corner = in_b(end * h)
-        on_box = _clip(corner, half)
-        outside = corner - on_box
-        candidate = (outside.dot(outside), jnp.asarray(True), jnp.asarray(end * h, dtype), on_box,
-                     Vec3(*(jnp.ones((), dtype),) * 3), jnp.asarray(end, dtype))
-        best = candidate if best is None else _nearer(candidate, best)
-    for index in range(8):
-        signs = Vec3(*(jnp.asarray(2 * ((index >> k) & 1) - 1, dtype) for k in range(3)))
-        corner_b = Vec3(*(sign * e for sign, e in zip(signs, extents, strict=True)))
-        corner = rotation.apply(corner_b) + translation
-        on_axis = jnp.clip(corner.z, -h, h)
-        distance_sq = corner.x * corner.x + corner.y * corner.y + (corner.z - on_axis) ** 2
-        best = _nearer((distance_sq, jnp.asarray(False), on_axis, corner_b, signs, jnp.ones((), dtype)), best)
-    _, from_a, corner_z, corner_point, corner_signs_b, corner_sign_a = best
-    # A's end against B's feature holding its closest point, or B's corner against the segment's.
-    end_slots = _box_slots(corner_point, half)
-    inside = jnp.abs(corner_z) < h
-    segment_base = jnp.where(inside | (corner_z < 0), -1, 1).astype(dtype)
-    along_a = jnp.where(inside, (corner_z + h) / jnp.where(h > 0, 2 * h, 1), 0)
-    corner_signs_a = tuple(jnp.where(from_a, corner_sign_a, value)
-                           for value in (segment_base, jnp.where(inside, 1, segment_base), segment_base))
-    corner_base = where(from_a, end_slots.base, corner_signs_b)
-    corner_raised = tuple(jnp.where(from_a, r, -1) for r in end_slots.raised)
-    segment_weights = (1 - along_a, along_a, jnp.zeros_like(along_a))
-    corner_weights = tuple(jnp.where(from_a, w, segment)
-                           for w, segment in zip(end_slots.weights, segment_weights, strict=True))
-    corner_mask = tuple(jnp.where(from_a, m, segment) for m, segment in
-                        zip(end_slots.mask, (jnp.asarray(True), inside, jnp.asarray(False)), strict=True))
-
-    # Choose (`_box_colliders._box_pair_contact`): apart, the nearest candidate whose points are its
-    # axis's separation apart; overlapping, the deepest axis, the face's within rounding.
-    face_gap, edge_gap = gap(face_z, face_point), gap(edge_z, edge_point)
-    corner_gap = gap(corner_z, corner_point)
+    # Choose (`_box_colliders.box_box`): apart, the nearest candidate whose points are its axis's
+    # separation apart; overlapping, the deepest axis, the face's within rounding.
+    face_gap, edge_gap, corner_gap = (rotation.apply(c.point) + translation - Vec3(jnp.zeros_like(c.z),
+                                                                                   jnp.zeros_like(c.z), c.z)
+                                      for c in (face_contact, edge_contact, corner_contact))
     face_length, edge_length, corner_length = (v.unit().dot(v) for v in (face_gap, edge_gap, corner_gap))
     s_max = jnp.maximum(s_face, s_edge)
     separated = s_max > 0
@@ -376,32 +418,18 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     distance = _choose(use_face, use_edge, s_face, s_edge, corner_normal.dot(corner_gap))
     distance = jnp.where(separated, jnp.maximum(jnp.minimum(distance, nearest), s_max), distance)
     normal = _choose(use_face, use_edge, face_normal, edge_normal, corner_normal)
-
-    def chosen(face_values, edge_values, corner_values):
-        return tuple(_choose(use_face, use_edge, *values)
-                     for values in zip(face_values, edge_values, corner_values, strict=True))
-
-    signs_a = chosen((deepest,) * 3, edge_signs_a, corner_signs_a)
-    base = _choose(use_face, use_edge, face_slots.base, edge_base, corner_base)
-    raised = chosen(face_slots.raised, edge_raised, corner_raised)
-    directions_b, corners_b = _box_rows(base, raised, half, dtype)
-    signs = _per_slot(*signs_a)
+    chosen = _Candidate(*(
+        tuple(_choose(use_face, use_edge, *values) for values in zip(*fields, strict=True))
+        if isinstance(fields[0], tuple) else _choose(use_face, use_edge, *fields)
+        for fields in zip(face_contact, edge_contact, corner_contact, strict=True)))
+    directions_b, corners_b = _box_rows(chosen.base, chosen.raised, half, dtype)
+    signs = _per_slot(*chosen.signs_a)
     simplex = Simplex(_axial_rows(signs, 1), directions_b, _axial_rows(signs, h), corners_b,
-                      _per_slot(*chosen(face_slots.weights, edge_weights, corner_weights)),
-                      _per_slot(*chosen(face_slots.mask, (jnp.asarray(True),) * 3, corner_mask)))
-    spans_face = jnp.where(use_face, face_slots.mask[2], edge_is_face)
+                      _per_slot(*chosen.weights), _per_slot(*chosen.mask))
+    spans_face = jnp.where(use_face, face_contact.mask[2], edge_is_face)
     kind = jnp.where(separated, NormalKind.FROM_CLOSEST, jnp.where(spans_face, NormalKind.FROM_FACE,
                                                                    NormalKind.FIXED))
-    return _Contact(distance, normal, simplex, _choose(use_face, use_edge, face_z, edge_z, corner_z),
-                    _choose(use_face, use_edge, face_point, edge_point, corner_point), kind)
-
-
-def _nearer(candidate, best):
-    """`candidate` where its squared distance (its first element) is less than `best`'s, else `best`:
-    tuples of scalars and `Vec3`s."""
-    nearer = candidate[0] < best[0]
-    return tuple(where(nearer, c, b) if isinstance(c, Vec3) else jnp.where(nearer, c, b)
-                 for c, b in zip(candidate, best, strict=True))
+    return _Contact(distance, normal, simplex, chosen.z, chosen.point, kind)
 
 
 def _segment_pair_simplex(half_a, half_b, s, t, diagonal_along, far_sign, use_diagonal) -> Simplex:

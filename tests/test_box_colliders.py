@@ -440,11 +440,19 @@ def test_degenerate_boxes(rng):
     check_contract(capsule_rows, run(SIGNED, capsule_rows), np.float64)
 
 
-def test_invalid_input_gives_a_status_and_finite_placeholders(rng):
+@pytest.mark.parametrize("kinds", ["box-box", "capsule-box", "box-capsule"])
+def test_invalid_input_gives_a_status_and_finite_placeholders(kinds, rng):
+    """A NaN translation, a negative size and a zero quaternion: INVALID_INPUT, finite outputs and
+    gradients."""
     shape_a, pose_a, shape_b, pose_b = random_box_pairs(rng, 1)[0]
+    negative = box(np.array([-1.0, 1, 1]))
+    if kinds != "box-box":
+        shape_a, negative = random_capsule(rng), capsule(0.1, -0.5)
     rows = [(shape_a, jg.Pose(np.array([np.nan, 0, 0]), pose_a.rotation), shape_b, pose_b),
-            (box(np.array([-1.0, 1, 1])), pose_a, shape_b, pose_b),
+            (negative, pose_a, shape_b, pose_b),
             (shape_a, pose_a, shape_b, jg.Pose(pose_b.translation, np.zeros(4)))]
+    if kinds == "box-capsule":
+        rows = [(b, pb, a, pa) for a, pa, b, pb in rows]
     result = run(SIGNED, rows)
     assert np.all(result.status == jg.Status.INVALID_INPUT)
     assert all(np.all(np.isfinite(leaf)) for leaf in (result.distance, result.normal, result.point_a,
