@@ -156,12 +156,17 @@ def _box_feature_simplex(point: Vec3, half: Vec3, normal: Vec3) -> Simplex:
                    _per_slot(*slots.weights), _per_slot(*slots.mask))
 
 
+def _clip(point: Vec3, half: Vec3) -> Vec3:
+    """The closest point to `point` of the box of half extents `half` (its frame)."""
+    return Vec3(*(jnp.clip(p, -h, h) for p, h in zip(point, half, strict=True)))
+
+
 def _point_box(rotation: Rotation, translation: Vec3, half: Vec3) -> _Contact:
     """A point (A's origin) and B's core box of half extents `half`: the box's closest point, or,
     inside (the closed box), its nearest face's, the first of ties in x, y, z order."""
     dtype = translation.x.dtype
     point = -rotation.apply_transpose(translation)  # A's point in B's frame
-    closest = Vec3(*(jnp.clip(p, -h, h) for p, h in zip(point, half, strict=True)))
+    closest = _clip(point, half)
     inside = (jnp.abs(point.x) <= half.x) & (jnp.abs(point.y) <= half.y) & (jnp.abs(point.z) <= half.z)
     depths = Vec3(*(h - jnp.abs(p) for p, h in zip(point, half, strict=True)))
     on_x = (depths.x <= depths.y) & (depths.x <= depths.z)
@@ -207,10 +212,6 @@ def _pick(index, values):
     for i in reversed(range(len(values) - 1)):
         chosen = jnp.where(index == i, values[i], chosen)
     return chosen
-
-
-def _clip(point: Vec3, half: Vec3) -> Vec3:
-    return Vec3(*(jnp.clip(p, -h, h) for p, h in zip(point, half, strict=True)))
 
 
 def _choose(use_face, use_edge, face, edge, corner):
