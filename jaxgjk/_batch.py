@@ -162,7 +162,7 @@ def pairwise(query, shapes_a, poses_a, shapes_b, poses_b, *, config=None, chunk_
         shard: split each chunk over all local devices (`jax.sharding`).
         progress: print progress to stderr after each chunk.
         group_by_kind: for `Packed` shapes, run one kernel per pair of kinds (typed shapes) instead
-            of one kernel for all: faster per pair — a packed support evaluates every kind, and under
+            of one kernel for all: faster per pair — a packed support evaluates every kind it holds, and under
             `vmap` a batch runs as long as its slowest lane — at the price of a compile per kind pair
             and group size bucket (powers of two). See benchmarks/README.md for when it pays.
     """

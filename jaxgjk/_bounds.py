@@ -33,7 +33,6 @@ from ._shapes import (
     Sphere,
 )
 from ._tolerance import float_dtype
-from ._vector import select
 
 
 def _symmetric(extent):
@@ -98,11 +97,7 @@ def _climbing_polytope(shape, rotation):
 
 
 def _packed(shape, rotation):
-    ranges = [_offsets(primitive, rotation) for primitive in shape.primitives()]
-    kind = jnp.clip(shape.kind, 0, len(ranges) - 1)
-    return jax.tree_util.tree_map(
-        lambda *leaves: select([kind == index for index in range(len(leaves) - 1)], leaves[:-1],
-                               leaves[-1]), *ranges)
+    return shape.per_kind(lambda primitive: _offsets(primitive, rotation))
 
 
 def _half_space(shape, rotation):

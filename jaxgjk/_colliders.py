@@ -95,7 +95,7 @@ def is_half_space(shape: Shape):
     if core_kind(shape) == HALF_SPACE:
         return jnp.asarray(True)
     if isinstance(shape, Packed):
-        return shape.is_half_space()
+        return jnp.asarray(shape.is_half_space())
     return jnp.asarray(False)
 
 

@@ -87,9 +87,9 @@ def use_compilation_cache(directory: str) -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def _program_key(query: str, leaves) -> str:
-    """What the traced program depends on: the package's sources, JAX and the device, the query and
-    the inputs' shapes and dtypes."""
+def _program_key(query: str, leaves, structure) -> str:
+    """What the traced program depends on: the package's sources, JAX and the device, the query, the
+    inputs' tree structure (a `Packed` batch's kinds are part of it) and their shapes and dtypes."""
     digest = hashlib.sha256()
     root = os.path.dirname(os.path.abspath(__file__))
     for folder, _, files in sorted(os.walk(root)):
@@ -98,7 +98,7 @@ def _program_key(query: str, leaves) -> str:
                 with open(os.path.join(folder, name), "rb") as source:
                     digest.update(name.encode() + source.read())
     digest.update(repr((jax.__version__, jaxlib.__version__, jax.devices()[0].device_kind, query,
-                        [(leaf.shape, str(leaf.dtype)) for leaf in leaves])).encode())
+                        str(structure), [(leaf.shape, str(leaf.dtype)) for leaf in leaves])).encode())
     return digest.hexdigest()[:32]
 
 
@@ -122,7 +122,7 @@ def compiled_kernel(query: str, inputs, cache_dir: str | None):
 
     if cache_dir is None:
         return jax.jit(flat).lower(*leaves).compile(), traced["structure"], "traced"
-    path = os.path.join(cache_dir, f"main-job-{_program_key(query, leaves)}.pickle")
+    path = os.path.join(cache_dir, f"main-job-{_program_key(query, leaves, structure)}.pickle")
     try:
         with open(path, "rb") as saved:
             result_structure, serialized = pickle.load(saved)

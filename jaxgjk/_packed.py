@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._checks import check_array
-from ._dataclass import pytree_dataclass
+from ._dataclass import pytree_dataclass, static_field
 from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, HalfSpace, Polytope, Shape, Sphere
 from ._tolerance import float_dtype
 from ._vector import select
@@ -27,6 +28,8 @@ KIND_FIELDS = {
     HalfSpace: {},
 }
 KINDS = tuple(KIND_FIELDS)
+ALL_KINDS = tuple(range(len(KINDS)))
+SPHERE, HALF_SPACE = KINDS.index(Sphere), KINDS.index(HalfSpace)
 
 
 @pytree_dataclass
@@ -36,12 +39,17 @@ class Packed(Shape):
     A packed half-space is solved in closed form like a `HalfSpace` (`_colliders`); a lane pairing two
     half-spaces is INVALID_INPUT (it has no bounded support to measure).
 
+    Every support call evaluates each kind in `kinds` and selects the lane's: a batch compiles and runs
+    only the kinds it may hold (`pack` records the kinds present). A lane whose `kind` is not in
+    `kinds` is INVALID_INPUT.
+
     Fields (the ones a kind does not use are zero):
         kind: () int32 index into `KINDS`.
         radius: () Sphere, Capsule, Cylinder and Cone radius.
         height: () Capsule and Cylinder half_length, Cone half_height.
         extents: (3,) Box half_extents, Ellipsoid radii.
         vertices: (P, 3) Polytope vertices, padded; mask: (P,) bool.
+        kinds: static, the sorted indices into `KINDS` that lanes may hold (default: all of them).
     """
 
     kind: jnp.ndarray
@@ -50,6 +58,8 @@ class Packed(Shape):
     extents: jnp.ndarray
     vertices: jnp.ndarray
     mask: jnp.ndarray
+    kinds: tuple = static_field(default=ALL_KINDS)
+    KINDS: ClassVar[tuple] = KINDS  # the primitive classes a `Packed` lane can hold, in code order
 
     def primitives(self) -> tuple:
         """The packed parameters read as each kind in `KINDS` (only `kind`'s entry is meaningful)."""
@@ -57,33 +67,43 @@ class Packed(Shape):
                      for kind, fields in KIND_FIELDS.items())
 
     def is_half_space(self):
-        """() bool: this lane holds a half-space."""
-        return self.kind == KINDS.index(HalfSpace)
+        """() bool: this lane holds a half-space (False at trace time where `kinds` has none)."""
+        return self.kind == HALF_SPACE if HALF_SPACE in self.kinds else False
 
     def bounded(self) -> Packed:
         """The same shapes with every half-space read as a point at its origin (a zero-radius sphere),
         so that the loops, which a packed support always runs for every lane, see a bounded shape
         there; `_colliders` solves those lanes."""
-        return dataclasses.replace(self, kind=jnp.where(self.is_half_space(), KINDS.index(Sphere),
-                                                        self.kind),
-                                   radius=jnp.where(self.is_half_space(), 0, self.radius))
+        if HALF_SPACE not in self.kinds:
+            return self
+        return dataclasses.replace(self, kind=jnp.where(self.is_half_space(), SPHERE, self.kind),
+                                   radius=jnp.where(self.is_half_space(), 0, self.radius),
+                                   kinds=tuple(sorted(set(self.kinds) | {SPHERE})))
 
-    def _dispatch(self, method, *args):
-        # Every kind's answer, then a select: what `lax.switch` lowers to under `vmap` anyway. A
-        # switch would break `grad(vmap(...))`: its batching rule wraps the operands in stop_gradient,
-        # which has no transpose, and our custom JVP's tangent rule evaluates support mappings
-        # (jax issues #22011, #39219).
-        answers = [getattr(shape, method)(*args) for shape in self.primitives()]
-        index = jnp.clip(self.kind, 0, len(KINDS) - 1)
+    def may_curve(self):
+        primitives = self.primitives()
+        return any(primitives[kind].may_curve() for kind in self.kinds)
+
+    def per_kind(self, function):
+        """`function(primitive)` (a pytree) for the lane's kind: evaluated for every kind in `kinds`,
+        then selected. What `lax.switch` lowers to under `vmap` anyway; a switch would break
+        `grad(vmap(...))`: its batching rule wraps the operands in stop_gradient, which has no
+        transpose, and our custom JVP's tangent rule evaluates support mappings (jax issues #22011,
+        #39219). A lane of a kind outside `kinds` gets the last kind's answer (`is_valid` is False)."""
+        primitives = self.primitives()
+        answers = [function(primitives[kind]) for kind in self.kinds]
         dtype = self.dtype()
 
         def pick(*leaves):
             # In the fields' dtype: a half-space has no fields, so its answers take JAX's default.
             if jnp.issubdtype(leaves[0].dtype, jnp.floating):
                 leaves = [leaf.astype(dtype) for leaf in leaves]
-            return select([index == kind for kind in range(len(KINDS) - 1)], leaves[:-1], leaves[-1])
+            return select([self.kind == kind for kind in self.kinds[:-1]], leaves[:-1], leaves[-1])
 
         return jax.tree_util.tree_map(pick, *answers)
+
+    def _dispatch(self, method, *args):
+        return self.per_kind(lambda primitive: getattr(primitive, method)(*args))
 
     def core_support(self, direction):
         return self._dispatch("core_support", direction)
@@ -113,10 +133,14 @@ class Packed(Shape):
         return self._dispatch("reach")
 
     def is_valid(self):
-        in_range = (self.kind >= 0) & (self.kind < len(KINDS))
-        return in_range & self._dispatch("is_valid")
+        held = select([self.kind == kind for kind in self.kinds], [True] * len(self.kinds), False)
+        return held & self._dispatch("is_valid")
 
     def check(self, name):
+        if (not isinstance(self.kinds, tuple) or not self.kinds
+                or list(self.kinds) != sorted(set(self.kinds)) or not set(self.kinds) <= set(ALL_KINDS)):
+            raise ValueError(f"{name}.kinds must be a sorted tuple of distinct indices into KINDS "
+                             f"(0..{len(KINDS) - 1}), got {self.kinds!r}")
         check_array(f"{name}.kind", jnp.asarray(self.kind, jnp.float32), ())
         check_array(f"{name}.radius", self.radius, ())
         check_array(f"{name}.height", self.height, ())
@@ -139,7 +163,7 @@ def _packed_row(shape: Shape, size: int) -> dict:
     return row
 
 
-def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
+def pack(shapes, *, num_vertices: int | None = None, dtype=None, kinds=None) -> Packed:
     """Stack primitives of mixed kinds into one batched `Packed` shape (leading axis: len(shapes)).
 
     Args:
@@ -147,6 +171,10 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
             (unbatched).
         num_vertices: padded vertex count P (default: the largest polytope's, at least 1).
         dtype: float dtype of the fields (default: promoted from the shapes).
+        kinds: the shape classes the batch may hold (default: those in `shapes`). Its kernels
+            evaluate these kinds only; batches with the same `kinds` (and P, dtype, batch size) share
+            one compiled program (and only they stack into one pytree), so pass a fixed set when
+            the kinds present change from call to call (`Packed.KINDS` for all of them).
     """
     shapes = list(shapes)
     for index, shape in enumerate(shapes):
@@ -154,6 +182,17 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
             raise TypeError(f"shapes[{index}]: pack takes primitives {[k.__name__ for k in KINDS]}, "
                             f"got {type(shape).__name__}")
         shape.check(f"shapes[{index}]")
+    present = {KINDS.index(type(shape)) for shape in shapes}
+    if kinds is not None:
+        unknown = [kind for kind in kinds if kind not in KINDS]
+        if unknown:
+            raise TypeError(f"kinds: pack takes primitive classes {[k.__name__ for k in KINDS]}, "
+                            f"got {unknown}")
+        missing = present - {KINDS.index(kind) for kind in kinds}
+        if missing:
+            raise ValueError(f"kinds leaves out {[KINDS[k].__name__ for k in sorted(missing)]}, which "
+                             f"shapes holds")
+        present = {KINDS.index(kind) for kind in kinds}
     polytope_sizes = [np.shape(s.vertices)[0] for s in shapes if isinstance(s, Polytope)]
     size = num_vertices or max(polytope_sizes, default=1)
     if polytope_sizes and max(polytope_sizes) > size:
@@ -168,4 +207,5 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None) -> Packed:
         return jnp.asarray(np.stack([np.asarray(row[key]) for row in rows]), leaf_dtype)
 
     return Packed(stack("kind", jnp.int32), stack("radius", dtype), stack("height", dtype),
-                  stack("extents", dtype), stack("vertices", dtype), stack("mask", bool))
+                  stack("extents", dtype), stack("vertices", dtype), stack("mask", bool),
+                  tuple(sorted(present)) or ALL_KINDS)

@@ -38,3 +38,20 @@ def test_intersect_without_flatbuffers_traces_every_run(tmp_path):
     output = run_main(["flatbuffers"], "--query", "intersect", "--cache-dir", str(tmp_path))
     assert "(traced)" in output
     assert not list(tmp_path.glob("main-job-*"))
+
+
+def test_the_traced_program_is_kept_per_set_of_kinds():
+    # A packed batch's kinds are part of its tree structure, not of its leaves' shapes: a program
+    # traced for boxes and spheres must not be loaded for a batch that also holds cylinders.
+    import jax
+
+    import jaxgjk as jg
+    from jaxgjk._demo import _program_key
+
+    def key(shapes):
+        leaves, structure = jax.tree_util.tree_flatten(jg.pack(shapes))
+        return _program_key("distance", leaves, structure)
+
+    box = jg.Box(jax.numpy.ones(3))
+    assert key([box, jg.Sphere(1.0)]) == key([jg.Sphere(2.0), box])
+    assert key([box, jg.Sphere(1.0)]) != key([box, jg.Cylinder(1.0, 1.0)])

@@ -296,8 +296,9 @@ def test_cone_slant_and_affine_gradients_are_the_exact_normal():
         reference = exact_normal(posed_a, poses[0], b, poses[1])
         if not (reference["resolved"] and reference["margin"] > 1e-4):
             return False  # no certified unique normal: redraw
-        rows.append((jg.pack([a], dtype=np.float64, num_vertices=12), linear_offset, poses[0],
-                     jg.pack([b], dtype=np.float64, num_vertices=12), poses[1]))
+        rows.append((jg.pack([a], dtype=np.float64, num_vertices=12, kinds=jg.Packed.KINDS), linear_offset,
+                     poses[0], jg.pack([b], dtype=np.float64, num_vertices=12, kinds=jg.Packed.KINDS),
+                     poses[1]))
         normals.append(reference["normal"])
         labels.append(f"{type(a).__name__}{'' if linear_offset is identity else ' (Affine)'}–"
                       f"{type(b).__name__} {'penetrating' if reference['signed'] < 0 else 'separated'}")

@@ -47,7 +47,8 @@ def run(cases, dtype):
         chunk = padded[start:start + CHUNK]
 
         def shapes(key, chunk=chunk):
-            return jg.pack([c[key] for c in chunk], num_vertices=NUM_VERTICES, dtype=dtype)
+            return jg.pack([c[key] for c in chunk], num_vertices=NUM_VERTICES, dtype=dtype,
+                           kinds=jg.Packed.KINDS)
 
         def poses(key, chunk=chunk):
             return jg.Pose(

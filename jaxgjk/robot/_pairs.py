@@ -9,8 +9,8 @@ runs as one vmapped query, so a robot whose geometry and obstacles fall into k c
 k(k+1)/2 queries, and the results are reduced to one per link pair: for distances the geometry pair of
 least signed distance, for `intersect` whether any geometry pair touches.
 
-Grouping by kind beats one `Packed` batch here: a packed support evaluates every primitive kind and
-pads every polytope to the largest, and it cannot hold `ClimbingPolytope`s or obstacles whose fields are
+Grouping by kind beats one `Packed` batch here: a packed support evaluates every kind the batch holds
+and pads every polytope to the largest, and it cannot hold `ClimbingPolytope`s or obstacles whose fields are
 traced; see `benchmarks/results/robot.md` for the measurement.
 """
 
