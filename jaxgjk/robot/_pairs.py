@@ -11,7 +11,7 @@ least signed distance, for `intersect` whether any geometry pair touches.
 
 Grouping by kind beats one `Packed` batch here: a packed support evaluates every kind the batch holds
 and pads every polytope to the largest, and it cannot hold `ClimbingPolytope`s or obstacles whose fields are
-traced; see `benchmarks/results/robot.md` for the measurement.
+traced; see `benchmarks/results/session29/robot-64.md` for the measurement.
 """
 
 from __future__ import annotations
