@@ -133,8 +133,7 @@ class Packed(Shape):
         return self._dispatch("reach")
 
     def is_valid(self):
-        held = select([self.kind == kind for kind in self.kinds], [True] * len(self.kinds), False)
-        return held & self._dispatch("is_valid")
+        return jnp.isin(self.kind, jnp.asarray(self.kinds)) & self._dispatch("is_valid")
 
     def check(self, name):
         if (not isinstance(self.kinds, tuple) or not self.kinds
