@@ -26,9 +26,7 @@ import jaxgjk as jg
 
 from . import cases
 
-SCENARIOS = ("sphere-sphere", "sphere-capsule", "capsule-capsule", "sphere-box", "capsule-box", "box-box",
-             "box-halfspace", "sphere-cylinder", "sphere-ellipsoid", "cylinder-box", "ellipsoid-ellipsoid",
-             "polytope-polytope")
+SCENARIOS = cases.KINDS
 PAIRS = 1024
 FIELDS = ("distance", "point_a", "point_b", "normal", "status")
 
