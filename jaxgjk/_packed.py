@@ -187,11 +187,12 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None, kinds=None) -> 
         if unknown:
             raise TypeError(f"kinds: pack takes primitive classes {[k.__name__ for k in KINDS]}, "
                             f"got {unknown}")
-        missing = present - {KINDS.index(kind) for kind in kinds}
+        wanted = {KINDS.index(kind) for kind in kinds}
+        missing = present - wanted
         if missing:
             raise ValueError(f"kinds leaves out {[KINDS[k].__name__ for k in sorted(missing)]}, which "
                              f"shapes holds")
-        present = {KINDS.index(kind) for kind in kinds}
+        present = wanted
     polytope_sizes = [np.shape(s.vertices)[0] for s in shapes if isinstance(s, Polytope)]
     size = num_vertices or max(polytope_sizes, default=1)
     if polytope_sizes and max(polytope_sizes) > size:
