@@ -38,6 +38,7 @@ def save(path: str) -> None:
         return jg.signed_distance(*pair), jg.distance(*pair)
 
     outputs = {"xla_flags": np.asarray(os.environ.get("XLA_FLAGS", ""))}
+    kernels = {}  # by in_axes: one jitted kernel, compiled once per input structure, shape and dtype
     for scenario in SCENARIOS:
         n_vertices = 8 if scenario == "polytope-polytope" else None
         for penetrating in (False, True):
@@ -47,7 +48,9 @@ def save(path: str) -> None:
                                                cases.jaxgjk_pairs(case))
                 # Shared leaves (a polytope's vertices) unbatched.
                 axes = jax.tree_util.tree_map(lambda x: 0 if x.shape[:1] == (PAIRS,) else None, pairs)
-                results = jax.jit(jax.vmap(queries, in_axes=axes))(*pairs)
+                if str(axes) not in kernels:
+                    kernels[str(axes)] = jax.jit(jax.vmap(queries, in_axes=axes))
+                results = kernels[str(axes)](*pairs)
                 for query, result in zip(("signed_distance", "distance"), results, strict=True):
                     for field in FIELDS:
                         mode = "pen" if penetrating else "sep"
