@@ -125,20 +125,24 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     or the opposite one, whichever lies farther from its plane.
     """
     order = used_first(simplex.mask)  # used slots first
-    start = pair.points_from_directions(simplex.directions_a[order], simplex.directions_b[order])
+    # Set-up runs once: packed shapes evaluate their supports once for both sides (`_packed.on_both`).
+    support = functools.partial(pair.support, packed_once=True)
+    start = pair.points_from_directions(simplex.directions_a[order], simplex.directions_b[order],
+                                        packed_once=True)
     count = jnp.sum(simplex.mask)
     p = start.point
     axis = unit_vector(p[1] - p[0])
     first = perpendicular(axis)
     second = jnp.cross(axis, first)
-    candidates = jax.vmap(pair.support)(jnp.stack([first, -first, second, -second]))
+    candidates = jax.vmap(support)(jnp.stack([first, -first, second, -second]))
     off_line = jnp.sum(jnp.cross(axis, candidates.point - p[0]) ** 2, axis=-1)
     third = jax.tree_util.tree_map(lambda leaf: leaf[jnp.argmax(off_line)], candidates)
     with_third = jax.tree_util.tree_map(
         lambda leaf, x: jnp.where(count >= 3, leaf, leaf.at[2].set(x)), start, third)
     q = with_third.point
     normal = unit_vector(jnp.cross(q[1] - q[0], q[2] - q[0]))
-    above, below = pair.support(normal), pair.support(-normal)
+    opposite = jax.vmap(support)(jnp.stack([normal, -normal]))
+    above, below = (jax.tree_util.tree_map(lambda leaf, side=side: leaf[side], opposite) for side in (0, 1))
     fourth = jax.tree_util.tree_map(
         lambda x, y: jnp.where(jnp.dot(normal, above.point - q[0]) >= jnp.dot(normal, q[0] - below.point),
                                x, y), above, below)

@@ -65,14 +65,14 @@ def _initial_state(pair: RelativePair, warm_start: Simplex | None) -> GJKState:
     # From the centres' direction (Seed 004's choice); coincident centres start along +x instead.
     toward_b = pair.center()
     toward_b = jnp.where(jnp.any(toward_b != 0), toward_b, jnp.eye(3, dtype=toward_b.dtype)[0])
-    first = pair.support(-toward_b)
+    first = pair.support(-toward_b, packed_once=True)
     dtype = first.point.dtype
     slots = jax.tree_util.tree_map(lambda leaf: jnp.zeros((4,) + leaf.shape, dtype), first)
     vertices = jax.tree_util.tree_map(lambda slot, leaf: slot.at[0].set(leaf), slots, first)
     mask = jnp.array([True, False, False, False])
     closest, weights = first.point, jnp.array([1, 0, 0, 0], dtype)
     if warm_start is not None:
-        warm = pair.points_from_directions(warm_start.directions_a, warm_start.directions_b)
+        warm = pair.points_from_directions(warm_start.directions_a, warm_start.directions_b, packed_once=True)
         warm_closest, warm_weights, warm_mask = closest_point(warm.point, warm_start.mask)
         use_warm = jnp.any(warm_start.mask) & (
             jnp.sum(warm_closest**2) <= jnp.sum(closest**2)

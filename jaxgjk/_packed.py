@@ -209,3 +209,26 @@ def pack(shapes, *, num_vertices: int | None = None, dtype=None, kinds=None) -> 
     return Packed(stack("kind", jnp.int32), stack("radius", dtype), stack("height", dtype),
                   stack("extents", dtype), stack("vertices", dtype), stack("mask", bool),
                   tuple(sorted(present)) or ALL_KINDS)
+
+
+def on_both(function, shape_a, arguments_a, shape_b, arguments_b):
+    """(function(shape_a, *arguments_a), function(shape_b, *arguments_b)), run once where both shapes
+    are `Packed` batches of the same kinds (and the arguments alike): `vmap`ped over the two stacked,
+    so that the compiled program holds every kind's operations once, not once per side. Other shapes
+    run twice (a typed pair gains little compile from it and loses run time). A packed shape shared
+    across a `vmap` (not batched) is copied into every lane for the call."""
+    operands_a, operands_b = (shape_a, tuple(arguments_a)), (shape_b, tuple(arguments_b))
+    leaves_a, tree_a = jax.tree_util.tree_flatten(operands_a)
+    leaves_b, tree_b = jax.tree_util.tree_flatten(operands_b)
+    if not (isinstance(shape_a, Packed) and tree_a == tree_b and all(
+            jnp.shape(x) == jnp.shape(y) and jnp.result_type(x) == jnp.result_type(y)
+            for x, y in zip(leaves_a, leaves_b, strict=True))):
+        return function(shape_a, *arguments_a), function(shape_b, *arguments_b)
+
+    def call(*leaves):
+        shape, arguments = jax.tree_util.tree_unflatten(tree_a, leaves)
+        return function(shape, *arguments)
+
+    both = jax.vmap(call)(*[jnp.stack([x, y]) for x, y in zip(leaves_a, leaves_b, strict=True)])
+    return (jax.tree_util.tree_map(lambda leaf: leaf[0], both),
+            jax.tree_util.tree_map(lambda leaf: leaf[1], both))

@@ -26,12 +26,15 @@ never make the answer worse than the loops'.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._features import FeatureDim, exposed_span, exposed_vertices
 from ._minkowski import RelativePair
+from ._packed import on_both
 from ._result import Simplex
 from ._simplex import face_weights
 from ._tolerance import MAX_STEP, NEWTON_STEPS, REFINE_ACCEPT_ROUNDINGS, SIMILARITY_ROUNDINGS, epsilon
@@ -66,7 +69,7 @@ class Refinement:
 
 def _support_difference(pair: RelativePair, normal):
     """w(n) = s_B(−n) − s_A(n), A's frame, with the support points it came from."""
-    point = pair.point_from_directions(normal, -pair.rotation.T @ normal)
+    point = pair.point_from_directions(normal, -pair.rotation.T @ normal, packed_once=True)
     return point.point, point
 
 
@@ -175,7 +178,7 @@ def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Si
     index_b = jnp.where(a.face, 0, slot % b.count)
     index_a, index_b = jnp.where(mask, index_a, 0), jnp.where(mask, index_b, 0)
     points = pair.points_from_directions(directions_a[index_a], directions_b[index_b], hints_a[index_a],
-                                         hints_b[index_b])
+                                         hints_b[index_b], packed_once=True)
     weights = face_weights(points.point, mask)
     return Simplex(points.direction_a, points.direction_b, points.point_a, points.point_b, weights, mask)
 
@@ -300,8 +303,9 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     """
     dtype = normal.dtype
     mask = simplex.mask
-    a = _hold(pair.shape_a, normal, simplex.points_a, mask, feature_tolerance)
-    b_local = _hold(pair.shape_b, -pair.rotation.T @ normal, simplex.points_b, mask, feature_tolerance)
+    a, b_local = on_both(functools.partial(_hold, simplex_mask=mask, feature_tolerance=feature_tolerance),
+                         pair.shape_a, (normal, simplex.points_a), pair.shape_b,
+                         (-pair.rotation.T @ normal, simplex.points_b))
     b = b_local.rotated(-pair.rotation)  # A's frame, its circle holding n (B is held along −n)
     # The directions the normal may take: a face fixes it; an edge or side keeps it on a circle
     # n·k = c (or such a circle seen through a map), so two of them fix it to where their circles

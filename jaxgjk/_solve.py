@@ -29,6 +29,7 @@ from ._features import FeatureDim, feature_without_vertices
 from ._gate import update_rows, where_active
 from ._gjk import gjk
 from ._minkowski import RelativePair
+from ._packed import on_both
 from ._pose import Pose, normalized_quaternion
 from ._refine import refine
 from ._result import Config, DistanceResult, Simplex, Status
@@ -306,10 +307,9 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
     feature_tol = config.feature_tolerance
     no_feature = feature_without_vertices(FeatureDim.NONE)
     feature_a, feature_b = (
-        jax.tree_util.tree_map(lambda held, none: jnp.where(has_features, held, none),
-                               shape.feature(direction, feature_tol), no_feature)
-        for shape, direction in ((shape_a, contact.normal),
-                                 (shape_b, -prepared.pair.rotation.T @ contact.normal)))
+        jax.tree_util.tree_map(lambda held, none: jnp.where(has_features, held, none), feature, no_feature)
+        for feature in on_both(lambda shape, direction: shape.feature(direction, feature_tol), shape_a,
+                               (contact.normal,), shape_b, (-prepared.pair.rotation.T @ contact.normal,)))
 
     # Invalid input: documented placeholders.
     zeros3 = jnp.zeros(3, dtype)

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._contact import NormalKind
+from ._packed import on_both
 from ._result import DistanceResult, Simplex
 from ._scalars import Rotation, Vec3
 from ._simplex import face_weights
@@ -49,8 +50,8 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
         return jnp.stack([rotation.apply(Vec3.of(shape.core_support_near(direction, hint))).array()
                           + pose.translation for direction, hint in zip(directions, hints, strict=True)])
 
-    points_a = support_points(shape_a, pose_a, simplex.directions_a, simplex.points_a)
-    points_b = support_points(shape_b, pose_b, simplex.directions_b, simplex.points_b)
+    points_a, points_b = on_both(support_points, shape_a, (pose_a, simplex.directions_a, simplex.points_a),
+                                 shape_b, (pose_b, simplex.directions_b, simplex.points_b))
     differences = points_b - points_a
     weights = face_weights(differences, mask)
     point_a, point_b = rmatvec(points_a, weights), rmatvec(points_b, weights)
@@ -71,10 +72,12 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
             return pose.apply(shape.core_support(rmatvec(pose.rotation_matrix(), direction)))
 
         smooth = normal_kind == NormalKind.SMOOTH
-        smooth_normal = normal - matvec(response, world_support(shape_b, pose_b, -normal)
-                                        - world_support(shape_a, pose_a, normal))
-        point_a = jnp.where(smooth, world_support(shape_a, pose_a, smooth_normal), point_a)
-        point_b = jnp.where(smooth, world_support(shape_b, pose_b, -smooth_normal), point_b)
+        support_a, support_b = on_both(world_support, shape_a, (pose_a, normal), shape_b, (pose_b, -normal))
+        smooth_normal = normal - matvec(response, support_b - support_a)
+        support_a, support_b = on_both(world_support, shape_a, (pose_a, smooth_normal), shape_b,
+                                       (pose_b, -smooth_normal))
+        point_a = jnp.where(smooth, support_a, point_a)
+        point_b = jnp.where(smooth, support_b, point_b)
         moving_normal = jnp.where(smooth, smooth_normal, moving_normal)
     margin_a, margin_b = shape_a.margin(), shape_b.margin()
     # The distance through the primal weights, held: the weights' own derivative moves the point

@@ -1,6 +1,7 @@
 """`jg.pack` batches evaluate only the kinds they hold (`Packed.kinds`): the same answers, values and
 gradients, as a batch packed with every kind, a lane of a kind outside the set is INVALID_INPUT, and
-`kinds=` rejects sets that leave a shape's kind out."""
+`kinds=` rejects sets that leave a shape's kind out; two packed sides of the same kinds evaluate a method
+once, stacked (`on_both`), with the answers of one call per side."""
 
 import dataclasses
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
+from jaxgjk._packed import on_both
 
 from .shape_samples import random_rotation
 
@@ -92,3 +94,31 @@ def test_a_lane_of_a_kind_outside_the_set_is_invalid(rng):
     status = np.asarray(result.status)
     assert status[5] == jg.Status.INVALID_INPUT
     np.testing.assert_array_equal(np.delete(status, 5), np.delete(np.asarray(reference.status), 5))
+
+
+
+def test_both_sides_at_once_equal_one_call_per_side(rng):
+    """`on_both` on two packed batches of the same kinds (stacked: the method's operations once in the
+    program) and of different kinds (one call per side), under `jit(vmap)`: the support points and
+    features of each side's own call, float64."""
+    shapes_a, _, shapes_b, _ = _batch(rng, np.float64)
+    directions = jnp.asarray(rng.normal(size=(2, PAIRS, 3)))
+
+    def method(shape, direction):
+        return shape.core_support(direction), shape.feature(direction / jnp.linalg.norm(direction), 1e-6)
+
+    def both(a, b, d, e):
+        return on_both(method, a, (d,), b, (e,))
+
+    def each(a, b, d, e):
+        return method(a, d), method(b, e)
+
+    every = jg.Packed.KINDS
+    same_kinds = (jg.pack(shapes_a, kinds=every), jg.pack(shapes_b, kinds=every), True)
+    for packed_a, packed_b, stacked in [same_kinds, (jg.pack(shapes_a), jg.pack(shapes_b), False)]:
+        arguments = (packed_a, packed_b, directions[0], directions[1])
+        sizes = [len(jax.make_jaxpr(jax.vmap(f))(*arguments).jaxpr.eqns) for f in (both, each)]
+        assert (sizes[0] < sizes[1] / 1.5) if stacked else (sizes[0] == sizes[1]), sizes
+        ours, theirs = (jax.jit(jax.vmap(f))(*arguments) for f in (both, each))
+        for x, y in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs), strict=True):
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-14, atol=1e-14)
