@@ -109,38 +109,19 @@ def pairs(mode, per_kind_pair, seed):
     return cases
 
 
-# The packed kernel of the query modules (test_distance, test_signed_distance, test_touching): the
-# three queries of every case in one program, all kinds and NUM_VERTICES vertex slots, CHUNK cases per
-# call, so that it is one program per dtype, which JAX's persistent cache (`conftest`) shares between
-# the suite's processes: a module that asks for it after another compiled it loads it.
-QUERIES = jax.jit(jax.vmap(three_queries))
-CHUNK = 128
-NUM_VERTICES = 64
-_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
-_FILLER = dict(shape_a=jg.Sphere(jnp.asarray(1.0)), pose_a=jg.Pose(np.zeros(3), _IDENTITY),
-               shape_b=jg.Sphere(jnp.asarray(1.0)), pose_b=jg.Pose(np.array([3.0, 0.0, 0.0]), _IDENTITY))
+def stacked(cases, dtype):
+    """Packed shapes and stacked poses (leading axis: cases) of `dtype`."""
+    num_vertices = max([np.shape(c[k].vertices)[0] for c in cases for k in ("shape_a", "shape_b")
+                        if isinstance(c[k], jg.Polytope)], default=1)
 
+    def poses(key):
+        return jax.tree_util.tree_map(
+            lambda *leaves: jnp.asarray(np.stack(leaves), dtype), *[c[key] for c in cases])
 
-def run_queries(cases, dtype):
-    """`three_queries` on every case in `dtype`: (signed, unsigned, hits), NumPy leaves (cases, ...), in
-    chunks of CHUNK padded with a cheap separated pair."""
-    padded = list(cases) + [_FILLER] * (-len(cases) % CHUNK)
-    outputs = []
-    for start in range(0, len(padded), CHUNK):
-        chunk = padded[start:start + CHUNK]
-
-        def shapes(key, chunk=chunk):
-            return jg.pack([c[key] for c in chunk], num_vertices=NUM_VERTICES, dtype=dtype,
-                           kinds=jg.Packed.KINDS)
-
-        def poses(key, chunk=chunk):
-            return jg.Pose(*(jnp.asarray(np.stack([np.asarray(getattr(c[key], field), np.float64)
-                                                   for c in chunk]), dtype)
-                             for field in ("translation", "rotation")))
-
-        outputs.append(jax.device_get(QUERIES(shapes("shape_a"), poses("pose_a"), shapes("shape_b"),
-                                              poses("pose_b"))))
-    return jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves)[:len(cases)], *outputs)
+    return (jg.pack([c["shape_a"] for c in cases], num_vertices=num_vertices, dtype=dtype),
+            poses("pose_a"),
+            jg.pack([c["shape_b"] for c in cases], num_vertices=num_vertices, dtype=dtype),
+            poses("pose_b"))
 
 
 def tolerance(case, dtype):
