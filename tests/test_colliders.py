@@ -9,9 +9,9 @@ coincident poses, degenerate sizes (a point-like sphere, a zero-length capsule, 
 cylinder, a disk ellipsoid), parallel, collinear and crossing capsules, a point on each feature of a
 cylinder and at its centre, a point at an ellipsoid's centre, on its principal planes and axes, near
 the least radius's plane, and needle-, disk- and sphere-like ellipsoids, and the whole set scaled by
-1e-4 and 1e4. Every kind pair compiles one
-specialised kernel per dtype (all cases in one vmapped batch); the general path runs the cases of every
-kind pair in one batch of `Rounded` `Packed` shapes, one kernel per dtype (and one gradient kernel).
+1e-4 and 1e4. Every kind pair compiles one specialised kernel per dtype (all cases in one vmapped
+batch); the general path runs the cases of every kind pair in one batch of `Rounded` `Packed` shapes,
+one kernel per dtype (and one gradient kernel).
 """
 
 import functools
@@ -350,18 +350,14 @@ def _gradients(shape_a, pose_a, shape_b, pose_b, config=None):
     return jax.grad(signed, argnums=(0, 1, 2, 3), allow_int=True)(shape_a, pose_a, shape_b, pose_b)
 
 
+GRADIENTS = jax.jit(jax.vmap(_gradients))  # the default config: the specialised colliders
 _general_gradients = functools.partial(_gradients, config=GENERAL)
-
-
-@functools.cache
-def _gradient_kernel(config):
-    return jax.jit(jax.vmap(functools.partial(_gradients, config=config)))
 
 
 @pytest.mark.parametrize("kind_a,kind_b", PAIRS)
 def test_specialised_gradients_match_the_general_path_and_finite_differences(kind_a, kind_b):
     inputs, reference, _, sizes = _case_batch(kind_a, kind_b, seed=11)
-    special = _gradient_kernel(jg.Config())(*inputs)
+    special = GRADIENTS(*inputs)
     shape_a, pose_a, shape_b, pose_b = _general_path(_general_gradients, 11, np.float64,
                                                      tuple(PAIRS))[kind_a, kind_b]
     general = (_typed_gradient(kind_a, shape_a), pose_a, _typed_gradient(kind_b, shape_b), pose_b)
@@ -401,7 +397,7 @@ def _leaves_with(tree, index, value):
 @pytest.mark.parametrize("kind_a,kind_b", CURVED_PAIRS)
 def test_curved_gradients_match_central_differences_on_every_field(kind_a, kind_b):
     inputs, reference, _, sizes = _case_batch(kind_a, kind_b, seed=11)
-    special = _gradient_kernel(jg.Config())(*inputs)
+    special = GRADIENTS(*inputs)
     gradient_leaves = jax.tree_util.tree_leaves(special)
     for leaf in gradient_leaves:
         assert np.all(np.isfinite(leaf)), "gradients must be finite at every case (touching, coincident)"
