@@ -280,8 +280,9 @@ def _general_path(function, seed, dtype, pairs):
         for side, part in zip(sides, parts, strict=True):
             side.append(part)
     outputs = jax.jit(jax.vmap(function))(*map(_concatenate, sides))
-    ends = np.cumsum([len(pose.translation) for pose in sides[1]])
-    starts = ends - [len(pose.translation) for pose in sides[1]]
+    counts = [len(pose.translation) for pose in sides[1]]
+    ends = np.cumsum(counts)
+    starts = ends - counts
     return {pair: jax.tree_util.tree_map(lambda leaf, start=start, end=end: leaf[start:end], outputs)
             for pair, start, end in zip(pairs, starts, ends, strict=True)}
 
