@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
@@ -44,6 +45,7 @@ def quaternion_to_matrix(quaternion):
     return jnp.stack([jnp.stack(row, axis=-1) for row in rows], axis=-2)
 
 
+@jax.jit  # compiled once per shape: called eagerly (reading a URDF, say) it is ~60 small operations
 def matrix_to_quaternion(matrix):
     """Unit quaternion (..., 4), w ≥ 0, of a rotation matrix (..., 3, 3).
 

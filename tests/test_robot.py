@@ -18,7 +18,8 @@ from jaxgjk.reference import signed_distance_polytopes
 
 yourdfpy = pytest.importorskip("yourdfpy")
 trimesh = pytest.importorskip("trimesh")
-from jaxgjk.robot import NonConvexMeshWarning, Robot, collision_penalty, collision_residual  # noqa: E402
+from jaxgjk.robot import NonConvexMeshWarning, Robot, always_in_contact, collision_penalty, collision_residual  # noqa: E402
+from jaxgjk.robot._robot import _contacts as contacts  # noqa: E402
 
 LIMIT = 'effort="1" velocity="1"'
 # A base box; a column (sphere) on a yaw joint; a flange without geometry; a forearm of two spheres on
@@ -147,6 +148,19 @@ def test_adjacent_and_always_touching_pairs_are_skipped(toy):
     expected -= ADJACENT | {("cover_a", "cover_b")}  # the covers overlap at every configuration
     assert names == expected
 
+
+
+def test_always_in_contact_equals_the_exact_test_at_every_sample(toy):
+    """The boxes that rule pairs out before the exact test change no answer: every candidate pair, by
+    `intersect` at every sampled configuration."""
+    candidates = [(a, b) for i, a in enumerate(toy.geometry_links()) for b in toy.geometry_links()[i + 1:]]
+    samples = 16
+    exact = toy.with_self_pairs(candidates)
+    in_contact = np.asarray(contacts(exact, toy.random_q(jax.random.PRNGKey(7), samples))).all(axis=0)
+    expected = dict(zip(exact.self_pairs, in_contact.tolist(), strict=True))
+    got = always_in_contact(toy, candidates, num_samples=samples, seed=7)
+    assert got == [expected[pair] for pair in candidates]
+    assert any(got) and not all(got)
 
 def test_forward_kinematics_matches_yourdfpy(toy, toy_path, rng):
     reference = yourdfpy.URDF.load(str(toy_path), build_scene_graph=True, load_meshes=False)

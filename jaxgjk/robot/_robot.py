@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._bounds import aabb
 from .._dataclass import pytree_dataclass, static_field
 from .._pose import Pose
 from .._queries import intersect, signed_distance_rows
@@ -289,18 +290,72 @@ def _contacts(robot, qs):
     return jax.vmap(one)(qs)
 
 
+@jax.jit
+def _geometry_boxes(robot, qs):
+    """Each collision geometry (the groups' rows concatenated, G in all) as a box in its own frame, and
+    its frame in the world at each configuration qs (S, J).
+
+    Returns:
+        centres, half_extents: (G, 3) the geometry's own-frame bounds (`jaxgjk.aabb` at the identity).
+        translations: (S, G, 3) and rotations: (S, G, 3, 3), the geometry frames in the world.
+    """
+    bounds = [jax.vmap(aabb, in_axes=(0, None))(group.shapes, Pose.identity(robot.lower.dtype))
+              for group in robot.groups]
+    lower, upper = (jnp.concatenate(side) for side in zip(*bounds, strict=True))
+
+    def frames(q):
+        poses = robot.geometry_poses(q)
+        return (jnp.concatenate([pose.translation for pose in poses]),
+                jnp.concatenate([pose.rotation_matrix() for pose in poses]))
+
+    return ((lower + upper) / 2, (upper - lower) / 2, *jax.vmap(frames)(qs))
+
+
+def _boxes_overlap_everywhere(robot, qs, pairs) -> list:
+    """For each link pair (a, b) of `pairs`, whether some box around a geometry of a overlaps some box
+    around a geometry of b at every configuration of qs (S, J). False proves the pair apart at some
+    configuration; True proves nothing (the boxes enclose the shapes)."""
+    centres, half_extents, translations, rotations = (np.asarray(x, np.float64)
+                                                      for x in _geometry_boxes(robot, qs))
+    with np.errstate(invalid="ignore"):  # an unbounded geometry (invalid input) gives inf × 0 below
+        world_centres = translations + np.einsum("sgij,gj->sgi", rotations, centres)
+        world_half = np.einsum("sgij,gj->sgi", np.abs(rotations), half_extents)
+    bounded = np.isfinite(world_centres) & np.isfinite(world_half)  # else: could be anywhere
+    lower = np.where(bounded, world_centres - world_half, -np.inf)
+    upper = np.where(bounded, world_centres + world_half, np.inf)
+    owners = np.concatenate([np.asarray(group.links) for group in robot.groups])
+    overlapping = []
+    for a, b in pairs:
+        rows_a, rows_b = np.flatnonzero(owners == a), np.flatnonzero(owners == b)
+        overlap = np.all((lower[:, rows_a, None] <= upper[:, None, rows_b])
+                         & (lower[:, None, rows_b] <= upper[:, rows_a, None]), axis=-1)  # (S, A, B)
+        overlapping.append(bool(overlap.any(axis=(1, 2)).all()))
+    return overlapping
+
+
 def always_in_contact(robot: Robot, pairs, *, num_samples: int = DEFAULT_ACM_SAMPLES, seed: int = 0):
     """For each link pair of `pairs`, whether it is in contact (`jaxgjk.intersect`) at every one of
-    `num_samples` configurations drawn uniformly within the joint limits (`Robot.random_q`)."""
+    `num_samples` configurations drawn uniformly within the joint limits (`Robot.random_q`).
+
+    Boxes around the geometries rule most pairs out first (apart at some configuration); only the
+    pairs whose boxes overlap at every configuration run the exact test, so a robot with none compiles
+    no query here.
+    """
     pairs = list(pairs)
     if not pairs or num_samples <= 0:
         return [False] * len(pairs)
-    trial = robot.with_self_pairs(pairs)
+    canonical = [tuple(sorted(robot.link_index(link) for link in pair)) for pair in pairs]
+    robot.with_self_pairs(canonical)  # the same errors for a pair without geometry or of one link
     qs = robot.random_q(jax.random.PRNGKey(seed), num_samples)
-    contacts = np.asarray(_contacts(trial, qs)).all(axis=0)
-    position = {pair: index for index, pair in enumerate(trial.self_pairs)}
-    return [bool(contacts[position[tuple(sorted(robot.link_index(link) for link in pair))]])
-            for pair in pairs]
+    candidates = sorted(set(canonical))
+    possible = [pair for pair, overlap in zip(candidates, _boxes_overlap_everywhere(robot, qs, candidates),
+                                              strict=True) if overlap]
+    touching = set()
+    if possible:
+        trial = robot.with_self_pairs(possible)
+        contacts = np.asarray(_contacts(trial, qs)).all(axis=0)
+        touching = {pair for pair, always in zip(trial.self_pairs, contacts, strict=True) if always}
+    return [pair in touching for pair in canonical]
 
 
 def _non_adjacent_pairs(robot: Robot, description) -> list:
