@@ -18,7 +18,13 @@ from jaxgjk.reference import signed_distance_polytopes
 
 yourdfpy = pytest.importorskip("yourdfpy")
 trimesh = pytest.importorskip("trimesh")
-from jaxgjk.robot import NonConvexMeshWarning, Robot, always_in_contact, collision_penalty, collision_residual  # noqa: E402
+from jaxgjk.robot import (  # noqa: E402
+    NonConvexMeshWarning,
+    Robot,
+    always_in_contact,
+    collision_penalty,
+    collision_residual,
+)
 from jaxgjk.robot._robot import _contacts as contacts  # noqa: E402
 
 LIMIT = 'effort="1" velocity="1"'
@@ -149,7 +155,6 @@ def test_adjacent_and_always_touching_pairs_are_skipped(toy):
     assert names == expected
 
 
-
 def test_always_in_contact_equals_the_exact_test_at_every_sample(toy):
     """The boxes that rule pairs out before the exact test change no answer: every candidate pair, by
     `intersect` at every sampled configuration."""
@@ -161,6 +166,7 @@ def test_always_in_contact_equals_the_exact_test_at_every_sample(toy):
     got = always_in_contact(toy, candidates, num_samples=samples, seed=7)
     assert got == [expected[pair] for pair in candidates]
     assert any(got) and not all(got)
+
 
 def test_forward_kinematics_matches_yourdfpy(toy, toy_path, rng):
     reference = yourdfpy.URDF.load(str(toy_path), build_scene_graph=True, load_meshes=False)
