@@ -291,38 +291,22 @@ def _contacts(robot, qs):
 
 
 @jax.jit
-def _geometry_boxes(robot, qs):
-    """Each collision geometry (the groups' rows concatenated, G in all) as a box in its own frame, and
-    its frame in the world at each configuration qs (S, J).
+def _geometry_bounds(robot, qs):
+    """(lower, upper), each (S, G, 3): the world bounds (`jaxgjk.aabb`) of every collision geometry, the
+    groups' rows concatenated, at each configuration qs (S, J)."""
+    def one(q):
+        bounds = [jax.vmap(aabb)(group.shapes, poses)
+                  for group, poses in zip(robot.groups, robot.geometry_poses(q), strict=True)]
+        return tuple(jnp.concatenate(side) for side in zip(*bounds, strict=True))
 
-    Returns:
-        centres, half_extents: (G, 3) the geometry's own-frame bounds (`jaxgjk.aabb` at the identity).
-        translations: (S, G, 3) and rotations: (S, G, 3, 3), the geometry frames in the world.
-    """
-    bounds = [jax.vmap(aabb, in_axes=(0, None))(group.shapes, Pose.identity(robot.lower.dtype))
-              for group in robot.groups]
-    lower, upper = (jnp.concatenate(side) for side in zip(*bounds, strict=True))
-
-    def frames(q):
-        poses = robot.geometry_poses(q)
-        return (jnp.concatenate([pose.translation for pose in poses]),
-                jnp.concatenate([pose.rotation_matrix() for pose in poses]))
-
-    return ((lower + upper) / 2, (upper - lower) / 2, *jax.vmap(frames)(qs))
+    return jax.vmap(one)(qs)
 
 
 def _boxes_overlap_everywhere(robot, qs, pairs) -> list:
-    """For each link pair (a, b) of `pairs`, whether some box around a geometry of a overlaps some box
-    around a geometry of b at every configuration of qs (S, J). False proves the pair apart at some
-    configuration; True proves nothing (the boxes enclose the shapes)."""
-    centres, half_extents, translations, rotations = (np.asarray(x, np.float64)
-                                                      for x in _geometry_boxes(robot, qs))
-    with np.errstate(invalid="ignore"):  # an unbounded geometry (invalid input) gives inf × 0 below
-        world_centres = translations + np.einsum("sgij,gj->sgi", rotations, centres)
-        world_half = np.einsum("sgij,gj->sgi", np.abs(rotations), half_extents)
-    bounded = np.isfinite(world_centres) & np.isfinite(world_half)  # else: could be anywhere
-    lower = np.where(bounded, world_centres - world_half, -np.inf)
-    upper = np.where(bounded, world_centres + world_half, np.inf)
+    """For each link pair (a, b) of `pairs`, whether the bounds of some geometry of a overlap those of
+    some geometry of b at every configuration of qs (S, J). False proves the pair apart at some
+    configuration; True proves nothing. Invalid geometry has infinite bounds: it overlaps everything."""
+    lower, upper = (np.asarray(side) for side in _geometry_bounds(robot, qs))
     owners = np.concatenate([np.asarray(group.links) for group in robot.groups])
     overlapping = []
     for a, b in pairs:
@@ -337,9 +321,9 @@ def always_in_contact(robot: Robot, pairs, *, num_samples: int = DEFAULT_ACM_SAM
     """For each link pair of `pairs`, whether it is in contact (`jaxgjk.intersect`) at every one of
     `num_samples` configurations drawn uniformly within the joint limits (`Robot.random_q`).
 
-    Boxes around the geometries rule most pairs out first (apart at some configuration); only the
-    pairs whose boxes overlap at every configuration run the exact test, so a robot with none compiles
-    no query here.
+    The geometries' world bounds rule most pairs out first (apart at some configuration); only the
+    pairs whose bounds overlap at every configuration run the exact test, so a robot with none
+    compiles no query here.
     """
     pairs = list(pairs)
     if not pairs or num_samples <= 0:
