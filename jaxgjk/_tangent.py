@@ -4,10 +4,17 @@ The loops run only in the primal (`_solve`); the tangent holds the final simplex
 its support directions in each body's frame and its active vertex set — and differentiates the witness
 points as functions of the poses and shape fields: ``d distance = normal · (d point_b − d point_a)`` by
 the envelope theorem. Reverse mode comes from transposing this linear rule.
+
+Second order (`jax.hessian`, a derivative of a gradient) differentiates that rule again, and with it the
+optimum it holds (`moving`): the normal as the solvers' last steps move it (the refined normal's
+implicit derivative), the simplex's weights as the projection of the origin onto its moving face, and
+its support directions with the normal, held in the world, so that a turning body's support point
+slides over its surface.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -23,19 +30,17 @@ from ._solve import cast, solve, solve_signed_rows
 from ._vector import dot, matvec, rmatvec, select, unit_vector, used_first
 
 
-def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
-    """Distance, witness points and normal as smooth functions of the shapes and poses, with the final
-    simplex's support directions and vertex set held fixed (the tangent rule differentiates this).
-
-    `normal` (3,) is the primal normal: the distance is ``normal · (point_b − point_a) − margins``,
-    whose derivative is the envelope-theorem gradient. On a smooth contact (`NormalKind.SMOOTH`) the
-    normal moves instead by the implicit function theorem, ``normal − response · w(normal)`` with
-    `response` (3, 3) world frame (`_refine.Refinement.response`), and the points are the supports
-    along it, sliding over the curved surfaces. `response` None: no smooth contact is possible.
-    """
-    # Used slots first, unused ones repeating the first: the face normal of fewer than three points
-    # is then exactly zero (a safe zero for `unit_vector`), not a NaN-prone near-zero from stale slots.
+def _used_first(simplex: Simplex):
+    """The slots' order with the used ones first (`used_first`) and the mask in that order. Unused
+    slots then repeat the first: the face normal of fewer than three points is exactly zero (a safe zero
+    for `unit_vector`), not a NaN-prone near-zero from stale slots."""
     order = used_first(simplex.mask)
+    return order, simplex.mask[order]
+
+
+def _simplex_points(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, order):
+    """World support points (4, 3) of A's and B's cores along the simplex's directions, in `order`
+    (`_used_first`), unused slots repeating the first."""
     mask = simplex.mask[order]
 
     def support_points(shape, pose, directions, hints):
@@ -50,8 +55,22 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
         return jnp.stack([rotation.apply(Vec3.of(shape.core_support_near(direction, hint))).array()
                           + pose.translation for direction, hint in zip(directions, hints, strict=True)])
 
-    points_a, points_b = on_both(support_points, shape_a, (pose_a, simplex.directions_a, simplex.points_a),
-                                 shape_b, (pose_b, simplex.directions_b, simplex.points_b))
+    return on_both(support_points, shape_a, (pose_a, simplex.directions_a, simplex.points_a),
+                   shape_b, (pose_b, simplex.directions_b, simplex.points_b))
+
+
+def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
+    """Distance, witness points and normal as smooth functions of the shapes and poses, with the final
+    simplex's support directions and vertex set held fixed (the tangent rule differentiates this).
+
+    `normal` (3,) is the primal normal: the distance is ``normal · (point_b − point_a) − margins``,
+    whose derivative is the envelope-theorem gradient. On a smooth contact (`NormalKind.SMOOTH`) the
+    normal moves instead by the implicit function theorem, ``normal − response · w(normal)`` with
+    `response` (3, 3) world frame (`_refine.Refinement.response`), and the points are the supports
+    along it, sliding over the curved surfaces. `response` None: no smooth contact is possible.
+    """
+    order, mask = _used_first(simplex)
+    points_a, points_b = _simplex_points(shape_a, pose_a, shape_b, pose_b, simplex, order)
     differences = points_b - points_a
     weights = face_weights(differences, mask)
     point_a, point_b = rmatvec(points_a, weights), rmatvec(points_b, weights)
@@ -113,11 +132,11 @@ def query_tangent(inputs, input_tangents, solution) -> DistanceResult:
     result = solution.result
     dtype = result.distance.dtype
     inputs, input_tangents = cast(inputs, dtype), cast(input_tangents, dtype)
-    simplex = jax.lax.stop_gradient(result.simplex)
     kind = solution.normal_kind
+    simplex = jax.tree_util.tree_map(jnp.asarray, result.simplex)  # a closed form's may hold constants
     _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
-        lambda *args: witness(*args, simplex, result.normal, kind, solution.normal_response), inputs,
-        input_tangents)
+        lambda *args: witness(*args, simplex, result.normal, kind, solution.normal_response),
+        inputs, input_tangents)
     scale = solution.tangent_scale
     return DistanceResult(
         distance=scale * d_distance,
@@ -132,9 +151,62 @@ def query_tangent(inputs, input_tangents, solution) -> DistanceResult:
     )
 
 
+def _moving_simplex(inputs, input_tangents, solution, normal_tangent) -> Simplex:
+    """The tangent of the final simplex's weights and support directions (zero elsewhere) as the optimum
+    moves along `input_tangents`, its normal along `normal_tangent` (3,): the directions follow the
+    normal, held in the world, and the weights project the origin onto the moving face (`face_weights`)."""
+    result = solution.result
+    simplex = jax.tree_util.tree_map(jnp.asarray, result.simplex)
+    order, mask = _used_first(simplex)
+
+    def optimum(normal, *inputs):
+        _, pose_a, _, pose_b = inputs
+
+        def following(pose, directions):
+            # The held directions, moving as Rᵀ(±|d| normal) does (each row, in the body's frame).
+            rotation = pose.rotation_matrix()
+            along = jax.lax.stop_gradient(directions @ rotation.T @ result.normal)  # (4,): about ±|d|
+            moved = along[:, None] * normal @ rotation
+            return directions + (moved - jax.lax.stop_gradient(moved))
+
+        moved = Simplex(following(pose_a, simplex.directions_a), following(pose_b, simplex.directions_b),
+                        simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
+        points_a, points_b = _simplex_points(*inputs, moved, order)
+        weights = jnp.zeros_like(simplex.weights).at[order].set(face_weights(points_b - points_a, mask))
+        return moved.directions_a, moved.directions_b, weights
+
+    dtype = result.distance.dtype
+    _, (d_directions_a, d_directions_b, d_weights) = jax.jvp(
+        optimum, (result.normal, *cast(inputs, dtype)), (normal_tangent, *cast(input_tangents, dtype)))
+    scale = solution.tangent_scale
+    return dataclasses.replace(zero_tangent(simplex), directions_a=scale * d_directions_a,
+                               directions_b=scale * d_directions_b, weights=scale * d_weights)
+
+
+@jax.custom_jvp
+def moving(solution, inputs):
+    """`solution` (a `Solution` of `inputs`) as it is; under a derivative along `inputs` (shape_a,
+    pose_a, shape_b, pose_b), its distance and witness points move as `query_tangent` says, its normal
+    as the solvers' own derivative does (the loops' or closed form's last steps: the refined normal's
+    implicit derivative), and its simplex as `_moving_simplex` does. The tangent rule, differentiated
+    again, then gives second derivatives."""
+    return solution
+
+
+@moving.defjvp
+def _moving_jvp(primals, tangents):
+    solution, inputs = primals
+    solution_tangent, input_tangents = tangents
+    normal_tangent = solution_tangent.result.normal
+    d_result = dataclasses.replace(
+        query_tangent(inputs, input_tangents, solution), normal=normal_tangent,
+        simplex=_moving_simplex(inputs, input_tangents, solution, normal_tangent))
+    return solution, dataclasses.replace(zero_tangent(solution), result=d_result)
+
+
 @differentiable_query.defjvp
 def _differentiable_query_jvp(config, mode, primals, tangents):
-    solution = solve(config, mode, *primals)
+    solution = moving(solve(config, mode, *primals), primals[:4])
     return solution.result, query_tangent(primals[:4], tangents[:4], solution)
 
 
@@ -147,5 +219,5 @@ def differentiable_signed_rows(config, epa_capacity, shapes_a, poses_a, shapes_b
 
 @differentiable_signed_rows.defjvp
 def _differentiable_signed_rows_jvp(config, epa_capacity, primals, tangents):
-    solution = solve_signed_rows(config, *primals, epa_capacity)
+    solution = jax.vmap(moving)(solve_signed_rows(config, *primals, epa_capacity), primals)
     return solution.result, jax.vmap(query_tangent)(primals, tangents, solution)
