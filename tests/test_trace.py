@@ -83,8 +83,12 @@ def test_last_entry_matches_distance(name, status):
     assert last["status"] == trace["result"]["status"] == status
     # The trace is GJK's: its last |v| is `distance` without the normal refinement, which a curved pair's
     # result has (that one is bracketed by the bounds, `test_bounds_bracket_the_final_distance`).
+    # The trace and `distance` are two compilations of GJK: on the polytope pairs they agree to the
+    # bit; on the curved pair both run to GJK's rounding floor, where they may part by ~1e-11 of the
+    # distance (8e-12 measured with jaxlib 0.10.2, its last |v| just below its lower bound).
     unrefined = jg.distance(*CASES[name](), config=jg.Config(refine_normal=False))
-    np.testing.assert_allclose(last["upper_bound"], float(unrefined.distance), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(last["upper_bound"], float(unrefined.distance),
+                               rtol=1e-10 if name == "curved" else 1e-12, atol=1e-12)
     if name != "curved":
         np.testing.assert_allclose(last["upper_bound"], trace["result"]["distance"], rtol=1e-12, atol=1e-12)
     if name == "separated":  # the recorded result is `jg.distance`'s
