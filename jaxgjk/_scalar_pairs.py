@@ -375,18 +375,19 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     origin_in_b = -rotation.apply_transpose(translation)  # A's origin, B's frame
     tolerance = BOX_AXIS_ROUNDINGS * epsilon(dtype) * (translation.largest_abs() + h + half.largest_abs())
     # The separations along B's face normals and along z × B's axes, and the signs that turn each axis
-    # towards B. z × c_j reaches over B Σ_k |c_k · (z × c_j)| e_k = e_k |c_m.z| + e_m |c_k.z|, for the
-    # other two axes k, m (c_j × c_k = ±c_m).
+    # towards B. z × c_j reaches over B Σ_k |c_k · (z × c_j)| e_k, summed as written, not as
+    # e_k |c_m.z| + e_m |c_k.z| (which assumes an exactly orthogonal rotation): where z and c_j are
+    # parallel to rounding, the axis's direction is rounding noise, and only the sum keeps its
+    # separation a lower bound (the shortcut reported a capsule along a needle box's axis apart).
     centres = [c.dot(translation) for c in columns]
     face_separations = [(jnp.abs(centre) - jnp.abs(c.z) * h - e) / jnp.sqrt(c.dot(c))
                         for c, centre, e in zip(columns, centres, extents, strict=True)]
     crosses = [Vec3(-c.y, c.x, jnp.zeros_like(c.x)) for c in columns]
     cross_centres = [u.dot(translation) for u in crosses]
     edge_separations = []
-    for j, (u, centre) in enumerate(zip(crosses, cross_centres, strict=True)):
-        k, m = (j + 1) % 3, (j + 2) % 3
+    for u, centre in zip(crosses, cross_centres, strict=True):
         length_sq = u.dot(u)
-        reach = extents[k] * jnp.abs(columns[m].z) + extents[m] * jnp.abs(columns[k].z)
+        reach = sum(e * jnp.abs(c.dot(u)) for e, c in zip(extents, columns, strict=True))
         edge_separations.append(jnp.where(length_sq > 0, (jnp.abs(centre) - reach)
                                           / jnp.sqrt(jnp.where(length_sq > 0, length_sq, 1)), -jnp.inf))
     s_face, face = _first_of_largest(face_separations)

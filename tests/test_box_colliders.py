@@ -453,6 +453,38 @@ def test_degenerate_boxes(rng):
     check_contract(capsule_rows, run(SIGNED, capsule_rows), np.float64)
 
 
+def test_capsules_along_aligned_thin_boxes(rng):
+    """Capsules and boxes against needle and flat boxes (thin sides 1e-6 to 1e-3, or 0) turned as A is,
+    to within 0 to 1e-8 per quaternion component, then by a quarter turn or not: edges parallel to
+    rounding, whose cross products point anywhere. Once the capsule–box collider read the reach along
+    such an axis from the rotation's entries as if it were exactly orthogonal, and reported a capsule
+    through a needle apart (0.07 off); half the needle's thickness off under another code generator."""
+    quarter_turns = [np.array([1.0, 0, 0, 0]), np.array([1.0, 1, 0, 0]) / np.sqrt(2),
+                     np.array([1.0, 0, 1, 0]) / np.sqrt(2)]
+    rows = {"Capsule": [], "Box": []}
+    for _ in range(96):
+        half = rng.uniform(0.2, 1, 3)
+        thin = rng.choice([0.0, 1e-6, 1e-4, 1e-3])
+        half[rng.choice(3, 2, replace=False)] = thin
+        if rng.integers(2):
+            shape_a = capsule(rng.uniform(0.01, 0.3), rng.uniform(0.1, 1))
+        else:
+            half_a = rng.uniform(0.2, 1, 3)
+            half_a[rng.choice(3, 2, replace=False)] = rng.choice([thin, 0.0])
+            shape_a = box(half_a)
+        rotation_a = random_rotation(rng)
+        turned = rotation_a + rng.choice([0, 1e-16, 1e-14, 1e-10, 1e-8]) * rng.normal(size=4)
+        (w, x, y, z), (tw, tx, ty, tz) = turned, quarter_turns[rng.integers(3)]
+        rotation_b = np.array([w * tw - x * tx - y * ty - z * tz, w * tx + x * tw + y * tz - z * ty,
+                               w * ty - x * tz + y * tw + z * tx, w * tz + x * ty - y * tx + z * tw])
+        translation_a = rng.normal(size=3)
+        offset = rng.integers(2) * rng.choice([1e-3, 0.1, 0.5]) * rng.normal(size=3)
+        rows[type(shape_a).__name__].append((shape_a, jg.Pose(translation_a, rotation_a), box(half),
+                                             jg.Pose(translation_a + offset, rotation_b)))
+    for kind_rows in rows.values():
+        check_contract(kind_rows, run(SIGNED, kind_rows), np.float64)
+
+
 @pytest.mark.parametrize("kinds", ["box-box", "capsule-box", "box-capsule"])
 def test_invalid_input_gives_a_status_and_finite_placeholders(kinds, rng):
     """A NaN translation, a negative size and a zero quaternion: INVALID_INPUT, finite outputs and
