@@ -22,7 +22,8 @@ other safeguard than the bracket [that bound, |e∘y|]. The one case without a r
 Sorensen's hard case: p on the principal plane of the least radius, inside the region where the
 closest point leaves that plane (|w(0)| < 1, the point near the centre). Then u = 0 and the least
 radius's axis takes the rest of w's unit length, on its + side (the closest point is not unique
-there: ±). Radii that are zero (a disk, a needle) fit the same equations: their w_i vanish.
+there: ±). Radii that are zero (a disk, a needle, a point) fit the same equations: their w_i vanish,
+and in the hard case the normal is the point's offset along their axes.
 """
 
 from __future__ import annotations
@@ -143,23 +144,58 @@ def ellipsoid_closest(point, radii):
     closest = signs * radii * unit_vector(w)
     # The outward normal ∝ x_i / e_i² = y_i / (u + d_i), written without divisions by small numbers:
     # times u where u > 0; in the hard case times e_min (the least axis then holds w/e = fill/e_min),
-    # or along the least axis where it is flat (e_min = 0).
+    # or, where the ellipsoid is flat (e_min = 0: a disk, a needle, a point), the point's offset across
+    # it, along the zero radii's axes (the closest point lies in the others' span).
     hard_normal = jnp.where(least, fill, jnp.where(d > 0, e_min * y / shifted_safe, 0))
-    hard_normal = jnp.where(e_min > 0, hard_normal, least.astype(dtype))
+    hard_normal = jnp.where(e_min > 0, hard_normal, jnp.where(d > 0, 0, y))
     normal = unit_vector(signs * jnp.where(hard, hard_normal, u * y / shifted_safe))
     return closest, jnp.where(jnp.any(normal != 0), normal, least.astype(dtype))
 
 
 def point_ellipsoid(pair: RelativePair, core_a, core_b, resolution) -> Contact:
-    """A point (A's origin) and B's core ellipsoid: the simplex holds B's closest point by its support
-    direction (its outward normal)."""
+    """A point (A's origin) and B's core ellipsoid. The simplex holds B's feature: the closest point by
+    its support direction (its outward normal) on the curved surface; where zero radii flatten the
+    ellipsoid and the closest point lies inside the flat part, whose points all support the normal,
+    that part: three rim points of a disk (its plane, as a cylinder's cap is held), the two ends of a
+    needle, or the point itself."""
     del core_a
     dtype = pair.translation.dtype
+    radii = core_b.radii
     point = -pair.rotation.T @ pair.translation
-    closest, outward = ellipsoid_closest(point, core_b.radii)
+    closest, outward = ellipsoid_closest(point, radii)
     normal = -pair.rotation @ outward
-    zeros = jnp.zeros((1, 3), dtype)
-    simplex = padded_simplex(normal[None], zeros, outward[None], closest[None], jnp.ones(1, dtype),
-                              jnp.ones(1, bool))
-    kind = jnp.where(is_apart(closest - point, resolution), NormalKind.SMOOTH, NormalKind.FIXED)
+    zero = radii == 0
+    on_flat = jnp.any(zero) & jnp.all(zero | (outward == 0))
+    disk, needle = on_flat & (jnp.sum(zero) == 1), on_flat & (jnp.sum(zero) == 2)
+
+    # A disk across its zero axis k: in its plane's axes i, j, the rim point (e_i cos φ, e_j sin φ)
+    # supports the direction (e_j cos φ, e_i sin φ), and the affine weights of the closest point are
+    # the cap's (`point_cylinder`) at its coordinates in the unit circle.
+    axes = jnp.eye(3, dtype=dtype)
+    k = jnp.argmax(zero)
+    unit_i, unit_j = axes[(k + 1) % 3], axes[(k + 2) % 3]
+    e_i, e_j = dot(radii, unit_i), dot(radii, unit_j)
+    cos, sin = (jnp.asarray(f(_CAP_ANGLES), dtype)[:, None] for f in (np.cos, np.sin))
+    disk_directions = cos * e_j * unit_i + sin * e_i * unit_j
+    disk_points = cos * e_i * unit_i + sin * e_j * unit_j
+    in_circle = jnp.stack([dot(closest, unit_i) / jnp.where(e_i > 0, e_i, 1),
+                           dot(closest, unit_j) / jnp.where(e_j > 0, e_j, 1)])
+    disk_weights = 1 / 3 + 2 / 3 * (jnp.concatenate([cos, sin], axis=1) @ in_circle)
+    # A needle along its one nonzero axis: its two ends, weighted by the closest point's place.
+    along_axis = axes[jnp.argmin(zero)]
+    half = dot(radii, along_axis)
+    ends = jnp.array([-1, 1, 1], dtype)[:, None] * along_axis
+    along = jnp.where(half > 0, (dot(closest, along_axis) + half) / jnp.where(half > 0, 2 * half, 1), 0.5)
+
+    directions_b = select([disk, needle], [disk_directions, ends], jnp.broadcast_to(outward, (3, 3)))
+    points_b = select([disk, needle], [disk_points, ends * half], jnp.broadcast_to(closest, (3, 3)))
+    weights = select([disk, needle], [disk_weights, jnp.stack([1 - along, along, jnp.zeros((), dtype)])],
+                     jnp.array([1, 0, 0], dtype))
+    count = select([disk, needle], [3, 2], 1)
+    zeros = jnp.zeros((3, 3), dtype)
+    simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
+                             jnp.arange(3) < count)
+    apart = is_apart(closest - point, resolution)
+    kind = select([disk, on_flat & apart, apart], [NormalKind.FROM_FACE, NormalKind.FROM_CLOSEST,
+                                                   NormalKind.SMOOTH], NormalKind.FIXED)
     return closed_contact(dot(outward, point - closest), normal, simplex, zeros[0], closest, kind)

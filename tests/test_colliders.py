@@ -27,6 +27,7 @@ from jaxgjk.reference import (
     capsule_capsule,
     capsule_endpoints,
     pose_arrays,
+    quaternion_to_matrix,
     sphere_box,
     sphere_capsule,
     sphere_cylinder,
@@ -438,6 +439,42 @@ def test_curved_hessians_match_differences_of_the_gradient_and_stay_finite():
         # The centre; touching (at the ellipsoid's x end, on the cylinder's side).
         degenerate = jnp.array([[0.0, 0, 0], [0.6, 0, 0], [0.4, 0, 0]])
         assert np.all(np.isfinite(hessian(degenerate)))
+
+
+def test_spheres_against_flat_ellipsoids_match_the_closed_form_and_central_differences(rng):
+    """Ellipsoids with zero radii (a disk, a needle, a point), turned at random, against spheres above
+    their flat part (where every point of it supports the normal), beyond their rim or end, and at
+    their centre: the distance is the closed form's, and the gradient with respect to both poses and
+    to the nonzero radii is the central differences' (float64). A needle or point was once measured
+    along one zero axis only (0.07 off), and a disk's contact point was held by its normal's support,
+    the disk's centre, which froze the gradient with respect to the disk's rotation."""
+    flats = [(0.0, 0.5, 0.0), (0.4, 0.3, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.6)]
+    rows = []
+    for radii in flats:
+        for place in ([0.1, 0.2, 0.15], [0.05, -0.1, -0.3], [0.6, 0.5, 0.1], [0.0, 0.0, 0.0]):  # centre last
+            rotation_b = random_rotation(rng)
+            centre = quaternion_to_matrix(rotation_b) @ (np.asarray(place) * rng.uniform(0.8, 1.2, 3))
+            rows.append((jg.Sphere(np.float64(0.1)), _pose(centre + 0.3, random_rotation(rng)),
+                         jg.Ellipsoid(np.asarray(radii)), _pose(np.full(3, 0.3), rotation_b)))
+    inputs = jax.tree_util.tree_map(lambda *leaves: np.stack(leaves), *rows)
+    distance = np.asarray(QUERIES(*inputs)[0].distance)
+    reference = np.array([sphere_ellipsoid(pose_a.translation, 0.1, shape_b.radii, pose_b)["distance"]
+                          for _, pose_a, shape_b, pose_b in rows])
+    np.testing.assert_allclose(distance, reference, atol=1e-9)
+    gradient = jax.tree_util.tree_leaves(GRADIENTS(*inputs))
+    assert all(np.all(np.isfinite(leaf)) for leaf in gradient)
+    gradient = np.concatenate([np.asarray(leaf).reshape(len(leaf), -1) for leaf in gradient], axis=1)
+    flat = np.concatenate([np.asarray(leaf).reshape(len(leaf), -1)
+                           for leaf in jax.tree_util.tree_leaves(inputs)], axis=1)
+    # Not touching, and not at the centre, where the distance has a kink (|offset across the flat part|).
+    generic = (np.abs(reference) > 1e-3) & (np.arange(len(rows)) % 4 != 3)
+    step = 1e-6
+    for index in range(flat.shape[1]):
+        checked = generic & (flat[:, index] != 0)  # a zero radius has no two-sided difference
+        plus = QUERIES(*_leaves_with(inputs, index, flat[:, index] + step))[0].distance
+        minus = QUERIES(*_leaves_with(inputs, index, flat[:, index] - step))[0].distance
+        difference = (np.asarray(plus) - np.asarray(minus)) / (2 * step)
+        np.testing.assert_allclose(gradient[checked, index], difference[checked], atol=1e-6, err_msg=index)
 
 
 def test_hessians_are_finite_at_coincident_centres_and_parallel_capsules():
