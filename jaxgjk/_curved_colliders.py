@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._colliders import closed_contact, is_apart, padded_simplex
+from ._colliders import TRIANGLE_SLOTS, by_slot, closed_contact, is_apart, padded_simplex
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._vector import dot, select, unit_vector
@@ -171,25 +171,22 @@ def point_ellipsoid(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     # A disk across its zero axis k: in its plane's axes i, j, the rim point (e_i cos φ, e_j sin φ)
     # supports the direction (e_j cos φ, e_i sin φ), and the affine weights of the closest point are
     # the cap's (`point_cylinder`) at its coordinates in the unit circle.
-    axes = jnp.eye(3, dtype=dtype)
-    k = jnp.argmax(zero)
-    unit_i, unit_j = axes[(k + 1) % 3], axes[(k + 2) % 3]
+    unit_i, unit_j = (jnp.roll(zero, shift).astype(dtype) for shift in (1, 2))  # axes k + 1, k + 2
     e_i, e_j = dot(radii, unit_i), dot(radii, unit_j)
     cos, sin = (jnp.asarray(f(_CAP_ANGLES), dtype)[:, None] for f in (np.cos, np.sin))
     disk_directions = cos * e_j * unit_i + sin * e_i * unit_j
     disk_points = cos * e_i * unit_i + sin * e_j * unit_j
-    in_circle = jnp.stack([dot(closest, unit_i) / jnp.where(e_i > 0, e_i, 1),
-                           dot(closest, unit_j) / jnp.where(e_j > 0, e_j, 1)])
-    disk_weights = 1 / 3 + 2 / 3 * (jnp.concatenate([cos, sin], axis=1) @ in_circle)
+    disk_weights = 1 / 3 + 2 / 3 * (cos[:, 0] * dot(closest, unit_i) / jnp.where(e_i > 0, e_i, 1)
+                                    + sin[:, 0] * dot(closest, unit_j) / jnp.where(e_j > 0, e_j, 1))
     # A needle along its one nonzero axis: its two ends, weighted by the closest point's place.
-    along_axis = axes[jnp.argmin(zero)]
+    along_axis = (~zero).astype(dtype)
     half = dot(radii, along_axis)
     ends = jnp.array([-1, 1, 1], dtype)[:, None] * along_axis
     along = jnp.where(half > 0, (dot(closest, along_axis) + half) / jnp.where(half > 0, 2 * half, 1), 0.5)
 
     directions_b = select([disk, needle], [disk_directions, ends], jnp.broadcast_to(outward, (3, 3)))
     points_b = select([disk, needle], [disk_points, ends * half], jnp.broadcast_to(closest, (3, 3)))
-    weights = select([disk, needle], [disk_weights, jnp.stack([1 - along, along, jnp.zeros((), dtype)])],
+    weights = select([disk, needle], [disk_weights, by_slot(TRIANGLE_SLOTS, 1 - along, along)],
                      jnp.array([1, 0, 0], dtype))
     count = select([disk, needle], [3, 2], 1)
     zeros = jnp.zeros((3, 3), dtype)
