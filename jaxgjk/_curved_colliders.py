@@ -94,13 +94,21 @@ def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
                                           axis=1))  # the supports of `directions_b`
     weights = select([rim, side], [jnp.array([1, 0, 0], dtype), jnp.stack([1 - along, along, zero])],
                          cap_weights)
-    count = select([rim, side], [1, 2], 3)
-    zeros = jnp.zeros((3, 3), dtype)
-    simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
-                              jnp.arange(3) < count)
     apart = is_apart(closest - point, resolution)
     kind = select([cap, apart & rim, apart], [NormalKind.FROM_FACE, NormalKind.SMOOTH,
                                                   NormalKind.FROM_CLOSEST], NormalKind.FIXED)
+    return _held_contact(distance, normal, (directions_b, points_b, weights), select([rim, side], [1, 2], 3),
+                         closest, kind)
+
+
+def _held_contact(distance, normal, feature, count, closest, kind) -> Contact:
+    """The contact of A's point core (its origin) with B's `feature` (B's frame: support directions
+    (3, 3), their supports (3, 3), the closest point's weights (3,)) over its first `count` () slots;
+    `normal` (3,) A's frame, `closest` (3,) B's point."""
+    directions_b, points_b, weights = feature
+    zeros = jnp.zeros((3, 3), normal.dtype)
+    simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
+                             jnp.arange(3) < count)
     return closed_contact(distance, normal, simplex, zeros[0], closest, kind)
 
 
@@ -188,11 +196,8 @@ def point_ellipsoid(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     points_b = select([disk, needle], [disk_points, ends * half], jnp.broadcast_to(closest, (3, 3)))
     weights = select([disk, needle], [disk_weights, by_slot(TRIANGLE_SLOTS, 1 - along, along)],
                      jnp.array([1, 0, 0], dtype))
-    count = select([disk, needle], [3, 2], 1)
-    zeros = jnp.zeros((3, 3), dtype)
-    simplex = padded_simplex(jnp.broadcast_to(normal, (3, 3)), zeros, directions_b, points_b, weights,
-                             jnp.arange(3) < count)
     apart = is_apart(closest - point, resolution)
     kind = select([disk, on_flat & apart, apart], [NormalKind.FROM_FACE, NormalKind.FROM_CLOSEST,
                                                    NormalKind.SMOOTH], NormalKind.FIXED)
-    return closed_contact(dot(outward, point - closest), normal, simplex, zeros[0], closest, kind)
+    return _held_contact(dot(outward, point - closest), normal, (directions_b, points_b, weights),
+                         select([disk, needle], [3, 2], 1), closest, kind)
