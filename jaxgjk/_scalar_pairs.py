@@ -414,8 +414,13 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     edge_found = edge_is_face & (edge_length <= s_edge + tie)
     nearest = jnp.minimum(jnp.minimum(jnp.where(face_found, face_length, jnp.inf),
                                       jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
-    use_face = jnp.where(separated, face_found & (face_length <= nearest + tie), s_face >= s_edge - tolerance)
-    use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
+    # A face with a side of length 0 (a flat or a needle box's) is an edge or a point: a segment lying on
+    # it crosses it, and the edge contact that ties it holds the crossing (the face's holds an end).
+    crossing = edge_is_face & ~face_contact.mask[2]
+    edge_nearest = edge_found & (edge_length <= nearest + tie)
+    use_face = jnp.where(separated, face_found & (face_length <= nearest + tie) & ~(crossing & edge_nearest),
+                         (s_face >= s_edge - tolerance) & ~(crossing & (s_edge >= s_face - tolerance)))
+    use_edge = ~use_face & (~separated | edge_nearest)
     corner_normal = where(corner_gap.largest_abs() > resolution, corner_gap.unit(), face_normal)
     distance = _choose(use_face, use_edge, s_face, s_edge, corner_normal.dot(corner_gap))
     distance = jnp.where(separated, jnp.maximum(jnp.minimum(distance, nearest), s_max), distance)
