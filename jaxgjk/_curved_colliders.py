@@ -39,6 +39,14 @@ from ._vector import dot, select, unit_vector
 
 ELLIPSOID_STEPS = 12  # Newton steps: 8–10 reached rounding on every float32/float64 case tried
 _CAP_ANGLES = np.pi / 2 + 2 * np.pi / 3 * np.arange(3)  # a cap's triangle of rim points
+_CAP_CIRCLE = np.stack([np.cos(_CAP_ANGLES), np.sin(_CAP_ANGLES)], axis=1)  # (3, 2) on the unit circle
+
+
+def _cap_weights(x, y):
+    """The affine weights (3,) of the point (x, y) () over the unit circle's inscribed equilateral
+    triangle (the rows v_k of `_CAP_CIRCLE`): 1/3 + (2/3) v_k·(x, y), as Σ v_k v_kᵀ = 3/2 I."""
+    circle = jnp.asarray(_CAP_CIRCLE, jnp.result_type(x))
+    return 1 / 3 + 2 / 3 * (circle[:, 0] * x + circle[:, 1] * y)
 
 
 def _root(x):
@@ -79,12 +87,10 @@ def point_cylinder(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     side_directions = jnp.concatenate([jnp.broadcast_to(across, (3, 2)), ends[:, None]], axis=1)
     along = jnp.where(half_length > 0, (point[2] + half_length) / jnp.where(half_length > 0, 2 * half_length,
                                                                               1), 0.5)
-    rim_circle = jnp.asarray(np.stack([np.cos(_CAP_ANGLES), np.sin(_CAP_ANGLES)], axis=1), dtype)
+    rim_circle = jnp.asarray(_CAP_CIRCLE, dtype)
     cap_directions = jnp.concatenate([rim_circle, jnp.broadcast_to(up, (3, 1))], axis=1)
-    # The points of the unit circle's inscribed equilateral triangle v_k have the barycentric weights
-    # 1/3 + (2/3) v_k·x at x (Σ v_k v_kᵀ = 3/2 I).
     inside_disk = jnp.where(radius > 0, point[:2] / jnp.where(radius > 0, radius, 1), 0)
-    cap_weights = 1 / 3 + 2 / 3 * (rim_circle @ inside_disk)
+    cap_weights = _cap_weights(inside_disk[0], inside_disk[1])
     directions_b = select([rim, side], [jnp.broadcast_to(outward, (3, 3)), side_directions],
                               cap_directions)
     points_b = select([rim, side], [jnp.broadcast_to(closest, (3, 3)),
@@ -181,11 +187,11 @@ def point_ellipsoid(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     # the cap's (`point_cylinder`) at its coordinates in the unit circle.
     unit_i, unit_j = (jnp.roll(zero, shift).astype(dtype) for shift in (1, 2))  # axes k + 1, k + 2
     e_i, e_j = dot(radii, unit_i), dot(radii, unit_j)
-    cos, sin = (jnp.asarray(f(_CAP_ANGLES), dtype)[:, None] for f in (np.cos, np.sin))
+    cos, sin = (jnp.asarray(_CAP_CIRCLE[:, k, None], dtype) for k in (0, 1))
     disk_directions = cos * e_j * unit_i + sin * e_i * unit_j
     disk_points = cos * e_i * unit_i + sin * e_j * unit_j
-    disk_weights = 1 / 3 + 2 / 3 * (cos[:, 0] * dot(closest, unit_i) / jnp.where(e_i > 0, e_i, 1)
-                                    + sin[:, 0] * dot(closest, unit_j) / jnp.where(e_j > 0, e_j, 1))
+    disk_weights = _cap_weights(dot(closest, unit_i) / jnp.where(e_i > 0, e_i, 1),
+                                dot(closest, unit_j) / jnp.where(e_j > 0, e_j, 1))
     # A needle along its one nonzero axis: its two ends, weighted by the closest point's place.
     along_axis = (~zero).astype(dtype)
     half = dot(radii, along_axis)
