@@ -214,15 +214,18 @@ def closed_form_cases(seed=12):
             ref = sphere_box(pa.translation, sa.radius, sb.half_extents, pb)
             if ref["distance"] < -1e-3 * size:
                 cases.append(case(sa, pa, sb, pb, ("sphere", "box"), size, ref, group="closed_form"))
-            # Capsule-capsule (index 6: crossing cores, 7: parallel overlapping cores).
+            # Capsule-capsule (index 5: coaxial cores, centres coincident, so D is a segment through
+            # the origin; 6: crossing cores; 7: parallel overlapping cores).
             capsule_a = jg.Capsule(jnp.asarray(size * rng.uniform(0.2, 0.6)),
                                    jnp.asarray(size * rng.uniform(0.2, 1.0)))
             capsule_b = jg.Capsule(jnp.asarray(size * rng.uniform(0.2, 0.6)),
                                    jnp.asarray(size * rng.uniform(0.2, 1.0)))
             rotation_a, rotation_b = random_rotation(rng), random_rotation(rng)
             offset = rng.normal(size=3) * size * 0.4
-            if index == 6:
+            if index in (5, 6):
                 offset = np.zeros(3)
+            if index == 5:
+                rotation_b = rotation_a
             if index == 7:
                 rotation_b = rotation_a
                 axis = np.asarray(pose(np.zeros(3), rotation_a).rotation_matrix())[:, 2]
@@ -232,15 +235,19 @@ def closed_form_cases(seed=12):
                                             pose(ca + offset, rotation_b)))
             ref = capsule_capsule(*capsule_endpoints(sa, pa), sa.radius,
                                   *capsule_endpoints(sb, pb), sb.radius)
-            if index == 6:
-                ref["normal"] = None  # cores cross: the deepest direction is not unique
+            if index in (5, 6):
+                ref["normal"] = None  # coaxial or crossing cores: the deepest direction is not unique
             if ref["distance"] < -1e-3 * size:
                 cases.append(case(sa, pa, sb, pb, ("capsule", "capsule"), size, ref,
                                   group="closed_form"))
-            # Sphere-capsule.
+            # Sphere-capsule (the last: the sphere's centre at the capsule's, a point on a segment).
             centre = ca + offset + rng.normal(size=3) * 0.3 * size
             sa, pa = float32_exact((jg.Sphere(jnp.asarray(radius)), pose(centre)))
+            if index == 7:
+                pa = pose(np.asarray(pb.translation))
             ref = sphere_capsule(pa.translation, sa.radius, *capsule_endpoints(sb, pb), sb.radius)
+            if index == 7:
+                ref["normal"] = None  # any direction across the axis is a deepest one
             if ref["distance"] < -1e-3 * size:
                 cases.append(case(sa, pa, sb, pb, ("sphere", "capsule"), size, ref,
                                   group="closed_form"))
