@@ -291,6 +291,24 @@ def smooth_response(pair: RelativePair, normal):
     return basis @ inverse @ basis.T, definite
 
 
+def _nearest_side_direction(pair: RelativePair, normal):
+    """The direction (3,), A's frame, nearest `normal` that exposes a straight side of either core
+    (`Shape.core_side_normals`; `normal` where neither has one). Where the deepest directions form a
+    whole circle (a sphere centred on a cylinder's axis), EPA ends off that circle by up to ~1e-4 rad,
+    where each core holds a single point, not its side; the first Newton proposal is then this
+    direction, kept only if g does not drop there."""
+    def onto(shape, direction):
+        """(the nearest direction exposing the core's side, how near it is: −inf without a side)."""
+        axis, height, linear = shape.core_side_normals()
+        on = _onto_circle(direction, axis, height, linear)
+        return on, jnp.where(jnp.any(axis != 0), jnp.dot(on, direction), -jnp.inf)
+
+    on_a, closeness_a = onto(pair.shape_a, normal)
+    on_b, closeness_b = onto(pair.shape_b, -pair.rotation.T @ normal)  # B is held along −n
+    return select([jnp.isfinite(closeness_a) & (closeness_a >= closeness_b), jnp.isfinite(closeness_b)],
+                  [on_a, -pair.rotation @ on_b], normal)
+
+
 def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, active) -> Refinement:
     """Refine the loops' `normal` (3,), A's frame, where a curved core holds the contact.
 
@@ -325,7 +343,7 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
                   & ~(on_circles & ~on_face & ~(circles_meet & plain_a & plain_b)))
     start = select([on_face, on_circles, on_circle],
                        [plane * jnp.where(jnp.dot(plane, normal) < 0, -1, 1), met,
-                        _onto_circle(normal, *circle)], normal)
+                        _onto_circle(normal, *circle)], _nearest_side_direction(pair, normal))
     start = jnp.where(jnp.any(start != 0), start, normal)
     no_free_direction = on_face | on_circles
 
