@@ -294,9 +294,9 @@ def smooth_response(pair: RelativePair, normal):
 def _nearest_side_direction(pair: RelativePair, normal):
     """The direction (3,), A's frame, nearest `normal` that exposes a straight side of either core
     (`Shape.core_side_normals`; `normal` where neither has one). Where the deepest directions form a
-    whole circle (a sphere centred on a cylinder's axis), EPA ends off that circle by up to ~1e-4 rad,
-    where each core holds a single point, not its side; the first Newton proposal is then this
-    direction, kept only if g does not drop there."""
+    whole circle (a sphere centred on a cylinder's axis), EPA runs out of steps off that circle by up
+    to ~1e-4 rad, where each core holds a single point, not its side; the first Newton proposal is
+    then this direction, kept only if g does not drop there."""
     def onto(shape, direction):
         """(the nearest direction exposing the core's side, how near it is: −inf without a side)."""
         axis, height, linear = shape.core_side_normals()
@@ -309,7 +309,8 @@ def _nearest_side_direction(pair: RelativePair, normal):
                   [on_a, -pair.rotation @ on_b], normal)
 
 
-def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, active) -> Refinement:
+def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, active,
+           stopped_short) -> Refinement:
     """Refine the loops' `normal` (3,), A's frame, where a curved core holds the contact.
 
     Args:
@@ -318,6 +319,10 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
         simplex: GJK's final simplex or EPA's nearest face (their vertices hold any flat feature).
         feature_tolerance: relative tolerance of the feature reports (`_features`).
         active: () bool; False returns the inputs unchanged (accepted False).
+        stopped_short: () bool, EPA ran out of steps: `normal` is its best support plane's, whose g is
+            the loops' distance, and the first proposal is `_nearest_side_direction`. Elsewhere the
+            loops' distance can exceed g at their normal, and a proposal that only raises g may lower
+            the answer (a capsule against an ellipsoid at 1e-6 depth: 4e-7 too deep).
     """
     dtype = normal.dtype
     mask = simplex.mask
@@ -343,7 +348,8 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
                   & ~(on_circles & ~on_face & ~(circles_meet & plain_a & plain_b)))
     start = select([on_face, on_circles, on_circle],
                        [plane * jnp.where(jnp.dot(plane, normal) < 0, -1, 1), met,
-                        _onto_circle(normal, *circle)], _nearest_side_direction(pair, normal))
+                        _onto_circle(normal, *circle)],
+                       jnp.where(stopped_short, _nearest_side_direction(pair, normal), normal))
     start = jnp.where(jnp.any(start != 0), start, normal)
     no_free_direction = on_face | on_circles
 

@@ -249,7 +249,7 @@ def refined_contact(config: Config, mode: QueryMode, prepared: Prepared, contact
         return contact, None
     refinement = refine(prepared.pair, contact.normal, contact.simplex,
                         config.feature_tolerance,
-                        prepared.is_valid & contact.refinable)
+                        prepared.is_valid & contact.refinable, contact.status == Status.MAX_ITERATIONS)
     accepted = refinement.accepted
     point_a, point_b = simplex_witnesses(refinement.simplex)
     # Where the loops found the cores overlapping, a refined g above 0 is a touching contact that GJK
