@@ -1,4 +1,4 @@
-"""The specialised colliders on aligned and degenerate inputs, where rounding decides: B turned as A to
+"""The colliders on aligned and degenerate inputs, where rounding decides: B turned as A to
 within 0 to 1e-8 per quaternion component, then by a quarter turn about a random axis or not; sizes
 with zero or tiny (1e-6, 1e-3) components (flat and needle boxes, segment capsules, disk, needle and
 point ellipsoids); centres coincident or apart.
@@ -13,6 +13,15 @@ and size against central differences (step 1e-6), where the distance is smooth t
 differences agree to 1e-5) and not touching; a mismatch beyond 1e-5 is reported with the general
 path's gradient. Session 36 found two wrong answers and a frozen gradient this way
 (`results/session36/README.md`).
+
+Pairs without a specialised collider (`GENERAL_PAIRS`, run when `--pairs` names them; float64, the
+default config, so the general path) against the support-function reference: a row is flagged where
+the reported signed distance exceeds the separation along its own normal (the normal does not
+certify it) or lies below the reference's (deeper than a direction the reference found), by more than
+1e-7. Session 37 found EPA ending off a circle of deepest directions this way
+(`results/session37/README.md`):
+
+    python -m benchmarks.degenerate --seed 11 --count 128 --pairs capsule-cylinder,cylinder-box,...
 """
 
 import argparse
@@ -22,10 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
-from jaxgjk.reference import signed_distance_polytopes, signed_distance_smooth
+from jaxgjk.reference import signed_distance_polytopes, signed_distance_smooth, support_function
 
 PAIRS = ("sphere-sphere", "sphere-capsule", "capsule-capsule", "sphere-box", "capsule-box", "box-box",
          "sphere-cylinder", "sphere-ellipsoid")
+GENERAL_PAIRS = ("capsule-cylinder", "cylinder-box", "cylinder-cylinder", "capsule-ellipsoid",
+                 "box-ellipsoid", "ellipsoid-ellipsoid", "cone-box", "sphere-cone", "cone-cylinder")
 POLYHEDRAL = ("sphere", "capsule", "box")  # kinds the exact hull reference takes
 TOLERANCE = {np.float64: 1e-9, np.float32: 1e-4}
 QUARTER_TURNS = np.array([[1.0, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 0, 1]]) / np.array(
@@ -36,7 +47,7 @@ def _shape(kind, sizes):
     """A shape of `kind` from three sizes (traced or not)."""
     return {"sphere": lambda: jg.Sphere(sizes[0]), "capsule": lambda: jg.Capsule(0.4 * sizes[0], sizes[1]),
             "box": lambda: jg.Box(sizes), "cylinder": lambda: jg.Cylinder(sizes[0], sizes[1]),
-            "ellipsoid": lambda: jg.Ellipsoid(sizes)}[kind]()
+            "ellipsoid": lambda: jg.Ellipsoid(sizes), "cone": lambda: jg.Cone(sizes[0], sizes[1])}[kind]()
 
 
 def _multiply(p, q):
@@ -116,6 +127,31 @@ def compare_gradients(pair, rows, step=1e-6):
     print(f"{pair} float64 gradients: {wrong} of {rows.size} inputs off by more than 1e-5", flush=True)
 
 
+def check_general(pair, rows, tolerance=1e-7):
+    """A general-path pair's signed distances against its own normal and the support-function reference."""
+    kind_a, kind_b = pair.split("-")
+
+    def of_row(row):
+        result = jg.signed_distance(_shape(kind_a, row[14:17]), jg.Pose(row[:3], row[3:7]),
+                                    _shape(kind_b, row[17:20]), jg.Pose(row[7:10], row[10:14]))
+        return result.distance, result.normal, result.status
+
+    distance, normal, status = map(np.asarray, jax.jit(jax.vmap(of_row))(jnp.asarray(rows)))
+    flagged = []
+    for index, row in enumerate(rows):
+        shape_a, pose_a = _shape(kind_a, row[14:17]), jg.Pose(row[:3], row[3:7])
+        shape_b, pose_b = _shape(kind_b, row[17:20]), jg.Pose(row[7:10], row[10:14])
+        reference = signed_distance_smooth(shape_a, pose_a, shape_b, pose_b)["distance"]
+        along = -(support_function(shape_b, pose_b, -normal[index])
+                  + support_function(shape_a, pose_a, normal[index]))  # the separation along the normal
+        if distance[index] > along + tolerance or distance[index] < reference - tolerance:
+            flagged.append((float(distance[index] - max(reference, along)), index, int(status[index])))
+    flagged.sort(key=lambda item: -abs(item[0]))
+    worst = ", ".join(f"row {index} off {error:.1e} (status {code})" for error, index, code in flagged[:3])
+    print(f"{pair} float64: {len(rows)} rows, statuses {np.bincount(status, minlength=7).tolist()}; flagged "
+          f"{len(flagged)}{': ' + worst if flagged else ''}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -126,6 +162,9 @@ def main():
     rng = np.random.default_rng(arguments.seed)
     for pair in arguments.pairs.split(","):
         rows = inputs(rng, arguments.count)
+        if pair in GENERAL_PAIRS:
+            check_general(pair, rows)
+            continue
         compare_values(pair, rows)
         compare_gradients(pair, rows[: arguments.count // 8])
 

@@ -310,7 +310,7 @@ def _nearest_side_direction(pair: RelativePair, normal):
 
 
 def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, active,
-           stopped_short) -> Refinement:
+           stopped_short=False) -> Refinement:
     """Refine the loops' `normal` (3,), A's frame, where a curved core holds the contact.
 
     Args:
@@ -319,8 +319,9 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
         simplex: GJK's final simplex or EPA's nearest face (their vertices hold any flat feature).
         feature_tolerance: relative tolerance of the feature reports (`_features`).
         active: () bool; False returns the inputs unchanged (accepted False).
-        stopped_short: () bool, EPA ran out of steps: `normal` is its best support plane's, whose g is
-            the loops' distance, and the first proposal is `_nearest_side_direction`. Elsewhere the
+        stopped_short: () bool, the loops ran out of steps (`MAX_ITERATIONS`): after EPA, `normal` is
+            its best support plane's, whose g is the loops' distance, and the first proposal is
+            `_nearest_side_direction`. Elsewhere the
             loops' distance can exceed g at their normal, and a proposal that only raises g may lower
             the answer (a capsule against an ellipsoid at 1e-6 depth: 4e-7 too deep).
     """
