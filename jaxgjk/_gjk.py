@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from ._dataclass import pytree_dataclass
 from ._gate import broadcast_lanes, split_shared, update_rows, with_batch_rule
 from ._minkowski import RelativePair, SupportPoint
-from ._result import RUNNING, Simplex, Status
+from ._result import RUNNING, STALLED_ACROSS, Simplex, Status
 from ._simplex import closest_point
 from ._tolerance import CPU_GJK_CHUNK, GJK_PROGRESS_ROUNDINGS, STALL_CONTACT_ROUNDINGS, epsilon
 from ._vector import first_argmax, leading_dot, select
@@ -37,7 +37,7 @@ class GJKState:
         closest: (3,) v, the simplex point closest to the origin.
         lower_bound: () best lower bound on the core distance seen so far.
         scale_sq: () max |w|² over the support points seen (the size of D).
-        iterations: () int32 support evaluations; status: () int32, RUNNING or a `Status`.
+        iterations: () int32 support evaluations; status: () int32, RUNNING, a `Status` or STALLED_ACROSS.
     """
 
     vertices: SupportPoint
@@ -130,13 +130,16 @@ def _step(support, state: GJKState, separation_bound, contact_bound, max_iterati
     # (float32 near contact): rounding keeps the sub-algorithm from enclosing the origin, so the
     # pair touches or overlaps: leave the depth to EPA. With |v| above that, the stall is the
     # sub-algorithm's own precision limit (a thin sliver of D, from nearly parallel edges, gives
-    # v to only eps·|w| absolute, and w then falls behind v's plane by rounding): v is the
-    # distance to that precision, and the pair is apart.
+    # v to only eps·|w| absolute): the pair is apart by |v| to that precision where w stays on
+    # v's side of the origin. Beyond it, the sign is unknown: the direction of a small v is only
+    # good to eps·|w|/|v|, so w can cross by rounding (pairs apart by 1e-11 of their size), or
+    # because D is a slab thinner than that error around the origin (two crossing needles
+    # overlapping by 2e-6): STALLED_ACROSS, which EPA settles.
     near_zero = norm_sq <= (STALL_CONTACT_ROUNDINGS * epsilon(norm_sq.dtype)) ** 2 * scale_sq
-    stalled_in_contact = (converged | stalled) & (v_dot_w < 0) & near_zero
+    stalled_across = (converged | stalled) & (v_dot_w < 0)
     status = select(
-        [stalled_in_contact, converged | stalled, exceeded, intersecting],
-        [Status.INTERSECTING, Status.SEPARATED, Status.BOUND_EXCEEDED, Status.INTERSECTING],
+        [stalled_across & near_zero, stalled_across, converged | stalled, exceeded, intersecting],
+        [Status.INTERSECTING, STALLED_ACROSS, Status.SEPARATED, Status.BOUND_EXCEEDED, Status.INTERSECTING],
         RUNNING,
     ).astype(jnp.int32)
     accept = running & ~(converged | stalled | exceeded)
@@ -198,7 +201,8 @@ def _iterate(pair: RelativePair, state: GJKState, separation_bound, contact_boun
 def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
         separation_bound=jnp.inf, contact_bound=-jnp.inf, warm_start: Simplex | None = None
         ) -> GJKState:
-    """Run GJK on the cores of `pair`; the final state holds v, the simplex and the status.
+    """Run GJK on the cores of `pair`; the final state holds v, the simplex and the status (a `Status`,
+    or STALLED_ACROSS: apart by |v| unless EPA finds a depth).
 
     Args:
         pair: the two cores, B placed in A's frame.

@@ -30,6 +30,9 @@ class Status(enum.IntEnum):
 
 
 RUNNING = -1  # a loop's status while it runs (GJK, EPA, the LP test): not a `Status`, never returned
+# GJK stalled on rounding with its support point beyond the origin's plane (v·w < 0): apart by |v|,
+# unless EPA, run on it by signed queries, proves a depth. Not a `Status`, never returned.
+STALLED_ACROSS = -2
 
 _MESSAGES = {
     Status.SEPARATED: "GJK converged: the shapes are apart and distance > 0 is their distance.",

@@ -32,7 +32,7 @@ from ._minkowski import RelativePair
 from ._packed import on_both
 from ._pose import Pose, normalized_quaternion
 from ._refine import refine
-from ._result import Config, DistanceResult, Simplex, Status
+from ._result import STALLED_ACROSS, Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
 from ._tolerance import CPU_EPA_CHUNK, EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
 from ._vector import first_argmax, largest_abs, matmul, matvec, select, unit_vector
@@ -159,13 +159,21 @@ def gjk_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start,
                 warm_start=None if warm_start is None else cast(warm_start, dtype))
     simplex = state.simplex()
     norm = jnp.linalg.norm(state.closest)
-    overlap = state.status == Status.INTERSECTING
-    distance = select([overlap, state.status == Status.BOUND_EXCEEDED], [0, state.lower_bound], norm)
+    # Only signed queries run EPA, which settles a stall across the origin's plane; elsewhere it is apart.
+    status = state.status if mode is QueryMode.SIGNED else jnp.where(
+        state.status == STALLED_ACROSS, Status.SEPARATED, state.status)
+    overlap = status == Status.INTERSECTING
+    distance = select([overlap, status == Status.BOUND_EXCEEDED], [0, state.lower_bound], norm)
     normal = jnp.where(overlap & (norm == 0), _touch_normal(pair, simplex), unit_vector(state.closest))
     point_a, point_b = simplex_witnesses(simplex)
-    return Contact(distance, normal, simplex, point_a, point_b, state.status, state.iterations,
+    return Contact(distance, normal, simplex, point_a, point_b, status, state.iterations,
                    jnp.where(norm > 0, NormalKind.FROM_CLOSEST, NormalKind.FIXED),
-                   (state.status == Status.SEPARATED) & (norm > 0))
+                   ((status == Status.SEPARATED) | (status == STALLED_ACROSS)) & (norm > 0))
+
+
+def _may_overlap(contact: Contact):
+    """() bool: GJK's contact leaves the depth to EPA (the cores overlap, or GJK stalled across)."""
+    return (contact.status == Status.INTERSECTING) | (contact.status == STALLED_ACROSS)
 
 
 def _point_simplex(point) -> Simplex:
@@ -179,11 +187,13 @@ def _point_simplex(point) -> Simplex:
 
 
 def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact:
-    """The penetration depth of overlapping cores by EPA, from GJK's contact."""
+    """The penetration depth of overlapping cores by EPA, from GJK's contact; where GJK stalled across
+    the origin's plane, EPA's depth if it proves one, else GJK's contact."""
     pair, dtype = prepared.pair, prepared.dtype
     simplex = contact.simplex
     overlap = contact.status == Status.INTERSECTING
-    run_epa = overlap & (jnp.sum(simplex.mask) >= 2)
+    across = contact.status == STALLED_ACROSS
+    run_epa = _may_overlap(contact) & (jnp.sum(simplex.mask) >= 2)
     found = epa(pair, simplex, max_iterations=config.max_epa_iterations, tolerance=config.epa_tolerance,
                 active=run_epa)
     # The depth lies between the nearest face's distance and the least support-plane distance
@@ -214,7 +224,7 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
                                      face_simplex, simplex)
     point_a, point_b = simplex_witnesses(simplex)
     from_best = use_best & expanded
-    return Contact(
+    found_contact = Contact(
         distance=select([expanded, touching], [-depth, 0], contact.distance),
         normal=select([expanded, touching], [-face_normal, touch_normal], contact.normal),
         simplex=simplex,
@@ -226,6 +236,13 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
                                [NormalKind.FROM_FACE, NormalKind.FIXED], contact.normal_kind),
         refinable=contact.refinable | expanded,
     )
+    # A nearest face beyond EPA's tolerance puts the origin inside the polytope, so within D.
+    proven = expanded & (found.face_distance > config.epa_tolerance * found.size)
+    apart = across & ~proven
+    return jax.tree_util.tree_map(lambda gjk_leaf, epa_leaf: jnp.where(apart, gjk_leaf, epa_leaf),
+                                  dataclasses.replace(contact, status=jnp.full_like(contact.status,
+                                                                                    Status.SEPARATED)),
+                                  found_contact)
 
 
 def refines(config: Config, mode: QueryMode, shape_a, shape_b) -> bool:
@@ -372,7 +389,7 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
     if loops is not None and mode is QueryMode.SIGNED:
         if jax.default_backend() == "cpu":
             # Under `vmap`, EPA runs on the overlapping lanes only, CPU_EPA_CHUNK at a time.
-            contact = where_active(contact.status == Status.INTERSECTING,
+            contact = where_active(_may_overlap(contact),
                                    lambda operands: epa_contact(config, *operands), (loops, contact),
                                    contact, CPU_EPA_CHUNK)
         else:
@@ -397,7 +414,7 @@ def solve_signed_rows(config: Config, shapes_a, poses_a, shapes_b, poses_b, epa_
     contact, loops, response = jax.vmap(
         lambda p: core_contact(config, QueryMode.SIGNED, p, None, None))(prepared)
     if loops is not None:
-        contact = update_rows(contact.status == Status.INTERSECTING,
+        contact = update_rows(_may_overlap(contact),
                               jax.vmap(lambda operands: epa_contact(config, *operands)), (loops, contact),
                               contact, epa_capacity)
     return jax.vmap(lambda *stages: finished(config, QueryMode.SIGNED, *stages, None))(prepared, loops,

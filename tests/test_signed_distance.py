@@ -18,6 +18,7 @@ import jaxgjk as jg
 from jaxgjk.reference import support_function
 
 from .query_cases import is_polyhedral, pairs, reference, tolerance
+from .sweep_cases import case as make_case
 from .sweep_cases import (
     closed_form_cases,
     degenerate_cases,
@@ -308,6 +309,30 @@ def test_sweep_through_contact_is_continuous(dtype):
           f"{monotone_sweeps} checked for monotonicity, {degenerate} positions DEGENERATE")
     assert monotone_sweeps >= len(all_sweeps) // 2
     assert degenerate <= len(all_sweeps) * count // 100
+    assert not failures, failure_message(failures)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_needle_lying_in_a_plate_through_its_centre(dtype):
+    """A cylinder of radius r = 1e-6 along a plate's long axis, through its centre, the plate r thick
+    (equal poses, so the needle lies exactly in it): the depth is 2r, out of the plate. D is a slab
+    4r thick about the origin, and GJK stalls ~1e-12 from the origin with its support point across
+    it: EPA settles the sign (before, 37 of 256 such pairs were reported apart in float64)."""
+    rng = np.random.default_rng(38)
+    radius = float(np.float32(1e-6))
+    cases = []
+    for _ in range(64):
+        half = rng.uniform(0.1, 1.0, 3)
+        half[1] = radius
+        rotation = rng.normal(size=4)
+        placed = pose(rng.normal(size=3), rotation / np.linalg.norm(rotation))
+        cases.append(make_case(jg.Cylinder(jnp.asarray(radius), jnp.asarray(0.9 * half[2])), placed,
+                               jg.Box(jnp.asarray(half)), placed, ("cylinder", "box"), 1.0,
+                               ref={"distance": -2 * radius}, group="needle_in_plate"))
+    result = run(cases, dtype)
+    failures = [describe(c, result, i) for i, c in enumerate(cases)
+                if not abs(result.distance[i] - c["ref"]["distance"]) <= (1e-12 if dtype == np.float64
+                                                                         else tolerance(c, dtype))]
     assert not failures, failure_message(failures)
 
 
