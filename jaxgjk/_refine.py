@@ -291,7 +291,7 @@ def smooth_response(pair: RelativePair, normal):
     return basis @ inverse @ basis.T, definite
 
 
-def _nearest_side_direction(pair: RelativePair, normal):
+def nearest_side_direction(pair: RelativePair, normal):
     """The direction (3,), A's frame, nearest `normal` that exposes a straight side of either core
     (`Shape.core_side_normals`; `normal` where neither has one). Where the deepest directions form a
     whole circle (a sphere centred on a cylinder's axis), EPA runs out of steps off that circle by up
@@ -321,7 +321,7 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
         active: () bool; False returns the inputs unchanged (accepted False).
         stopped_short: () bool, the loops ran out of steps (`MAX_ITERATIONS`): after EPA, `normal` is
             its best support plane's, whose g is the loops' distance, and the first proposal is
-            `_nearest_side_direction`. Elsewhere the
+            `nearest_side_direction`. Elsewhere the
             loops' distance can exceed g at their normal, and a proposal that only raises g may lower
             the answer (a capsule against an ellipsoid at 1e-6 depth: 4e-7 too deep).
     """
@@ -350,7 +350,7 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     start = select([on_face, on_circles, on_circle],
                        [plane * jnp.where(jnp.dot(plane, normal) < 0, -1, 1), met,
                         _onto_circle(normal, *circle)],
-                       jnp.where(stopped_short, _nearest_side_direction(pair, normal), normal))
+                       jnp.where(stopped_short, nearest_side_direction(pair, normal), normal))
     start = jnp.where(jnp.any(start != 0), start, normal)
     no_free_direction = on_face | on_circles
 

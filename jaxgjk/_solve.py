@@ -24,14 +24,14 @@ from ._checks import float_leaves
 from ._colliders import bounded, for_mode, is_half_space, packed_half_space_contact, specialised_contact
 from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
-from ._epa import epa
+from ._epa import EPAResult, epa
 from ._features import FeatureDim, feature_without_vertices
 from ._gate import update_rows, where_active
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._packed import on_both
 from ._pose import Pose, normalized_quaternion
-from ._refine import refine
+from ._refine import nearest_side_direction, refine
 from ._result import STALLED_ACROSS, Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
 from ._tolerance import CPU_EPA_CHUNK, EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
@@ -186,6 +186,22 @@ def _point_simplex(point) -> Simplex:
                    jnp.arange(4) == 0)
 
 
+def _with_side_plane(pair: RelativePair, found: EPAResult) -> EPAResult:
+    """`found`, where EPA ran out of steps, with the support plane along `nearest_side_direction` of its
+    best normal where that plane is nearer. On a circle of deepest directions (a shape centred on a
+    cylinder's axis) EPA's steps end off the circle, and where the refinement does not take the
+    normal there (a needle box along the axis, whose tiny face the one-point simplex does not hold)
+    that side's plane was up to 7.4e-4 of the size nearer than EPA's best."""
+    side = nearest_side_direction(pair, found.best_normal)
+    support = pair.support(side)
+    distance = jnp.dot(side, support.point)
+    nearer = (found.status == Status.MAX_ITERATIONS) & (distance < found.upper_bound)
+    return dataclasses.replace(
+        found, upper_bound=jnp.where(nearer, distance, found.upper_bound),
+        best=jax.tree_util.tree_map(lambda new, old: jnp.where(nearer, new, old), support, found.best),
+        best_normal=jnp.where(nearer, side, found.best_normal))
+
+
 def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact:
     """The penetration depth of overlapping cores by EPA, from GJK's contact; where GJK stalled across
     the origin's plane, EPA's depth if it proves one, else GJK's contact."""
@@ -194,8 +210,8 @@ def epa_contact(config: Config, prepared: Prepared, contact: Contact) -> Contact
     overlap = contact.status == Status.INTERSECTING
     across = contact.status == STALLED_ACROSS
     run_epa = _may_overlap(contact) & (jnp.sum(simplex.mask) >= 2)
-    found = epa(pair, simplex, max_iterations=config.max_epa_iterations, tolerance=config.epa_tolerance,
-                active=run_epa)
+    found = _with_side_plane(pair, epa(pair, simplex, max_iterations=config.max_epa_iterations,
+                                       tolerance=config.epa_tolerance, active=run_epa))
     # The depth lies between the nearest face's distance and the least support-plane distance
     # seen, `upper_bound`, whose direction and support point give a translation that does separate
     # the cores, with witness points on the surfaces. Where EPA ran out of steps, they are the
