@@ -12,7 +12,8 @@ for separated and overlapping shapes alike (the least overlap along any directio
 axis theorem). Where both supports are smooth at the maximiser, g is smooth there with Riemannian
 gradient P w and Hessian P J P − g P (P = I − n nᵀ, J = dw/dn from the support mappings' derivatives),
 and a few Newton steps take the normal to rounding (Absil, Mahony, Sepulchre 2008, §6.2). A flat
-feature of a polyhedral core (an edge or a face, whose vertices the final simplex holds exactly) or a
+feature of a polyhedral core (an edge or a face, whose vertices the final simplex holds exactly, or
+supports at directions tipped from the normal where it holds fewer) or a
 straight side of a curved core (a cylinder's side, a cone's slant) constrains the normal: a face fixes
 it; an edge keeps it perpendicular, and a side on the circle of directions that expose such sides
 (`Shape.core_side_normals`: n·k = c, a great circle for an edge or a cylinder, a small one for a cone,
@@ -38,7 +39,7 @@ from ._packed import on_both
 from ._result import Simplex
 from ._simplex import face_weights
 from ._tolerance import MAX_STEP, NEWTON_STEPS, REFINE_ACCEPT_ROUNDINGS, SIMILARITY_ROUNDINGS, epsilon
-from ._vector import cofactor_matrix, select, unit_vector
+from ._vector import cofactor_matrix, perpendicular, select, unit_vector
 
 
 @pytree_dataclass
@@ -91,9 +92,10 @@ class _Hold:
         linear: (3, 3) the map M the circle is seen through (the identity, or the shape's
             `core_side_normals` map; a frame change multiplies it).
         plane: (3,) unit normal of the face, either sign; zero unless `face`.
-        slots: (3,) int32 simplex slots holding a flat feature's vertices (its spanning ones).
+        directions: (3, 3) support directions (local frame) of a flat feature's spanning vertices: the
+            simplex's, or the probes' where the simplex holds less of the feature (`_hold`).
         hints: (3, 3) points near the held feature's vertices, to pick them where they tie at the
-            refined normal: a flat feature's simplex points (slots), a straight side's two ends.
+            refined normal: a flat feature's spanning vertices, a straight side's two ends.
         count: () int32 vertices of the held feature: 1 point-like, 2 edge or straight side, 3 face.
     """
 
@@ -106,37 +108,39 @@ class _Hold:
     height: jnp.ndarray
     linear: jnp.ndarray
     plane: jnp.ndarray
-    slots: jnp.ndarray
+    directions: jnp.ndarray
     hints: jnp.ndarray
     count: jnp.ndarray
 
     def rotated(self, rotation) -> _Hold:
-        """The same hold with its directions in another frame (`rotation` (3, 3) maps to it; B's hold,
-        made along −n, takes −R so that its circle holds n)."""
+        """The same hold with its circle and plane in another frame (`rotation` (3, 3) maps to it; B's
+        hold, made along −n, takes −R so that its circle holds n); `directions` and `hints` stay in
+        the body's frame, where its supports take them."""
         return _Hold(self.point_like, self.curved, self.flat, self.ruled, self.face, self.axis,
-                     self.height, rotation @ self.linear, rotation @ self.plane, self.slots, self.hints,
-                     self.count)
+                     self.height, rotation @ self.linear, rotation @ self.plane, self.directions,
+                     self.hints, self.count)
 
     def circle(self):
         """(axis, height, linear): the circle of directions that keep holding the contact."""
         return self.axis, self.height, self.linear
 
-    def feature_directions(self, direction, simplex_directions):
+    def feature_directions(self, direction):
         """(3, 3) support directions of the held feature's vertices at the refined `direction` (3,)
         (the first `count` rows): a point-like core's and a straight side's (its ends tie there) that
-        one, a flat feature's vertices as the simplex held them."""
-        return jnp.where(self.point_like | self.ruled, direction, simplex_directions[self.slots])
+        one, a flat feature's vertices as `_hold` found them."""
+        return jnp.where(self.point_like | self.ruled, direction, self.directions)
 
 
-def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
+def _hold(shape, direction, points, directions, simplex_mask, feature_tolerance) -> _Hold:
     """How `shape` holds the contact along `direction` (3,), given the body's simplex support points
-    (4, 3) under `simplex_mask` (4,) (all in its local frame)."""
+    (4, 3) and their support directions (4, 3) under `simplex_mask` (4,) (all in its local frame)."""
     core = shape.core_feature(direction, feature_tolerance)
     polyhedral = shape.polyhedral_core()
     curved = ~polyhedral
     edge_or_face = (core.dimension == FeatureDim.EDGE) | (core.dimension == FeatureDim.FACE)
-    exposed, tolerance = exposed_vertices(points, simplex_mask, direction, feature_tolerance)
-    dimension, axis, plane, spanning = exposed_span(points, exposed, tolerance)
+    dimension, axis, plane, spanning, points, directions = _flat_span(
+        shape, direction, points, directions, simplex_mask, feature_tolerance,
+        polyhedral & edge_or_face, core.dimension)
     # The simplex must hold the feature the shape reports (it may hold only part of a face).
     flat = edge_or_face & polyhedral & (dimension == core.dimension)
     ruling = shape.core_ruling(direction, feature_tolerance)
@@ -154,7 +158,38 @@ def _hold(shape, direction, points, simplex_mask, feature_tolerance) -> _Hold:
     hints = jnp.where(ruled, ends[jnp.array([0, 1, 1])], points[spanning])
     return _Hold(point_like, curved, flat, ruled, face, circle_axis, jnp.where(ruled, side_height, 0),
                  jnp.where(ruled, side_linear, jnp.eye(3, dtype=side_linear.dtype)),
-                 jnp.where(face, plane, 0), spanning, hints, count)
+                 jnp.where(face, plane, 0), directions[spanning], hints, count)
+
+
+def _flat_span(shape, direction, points, directions, simplex_mask, feature_tolerance, flat_core,
+               core_dimension):
+    """The span (`exposed_span`: dimension, axis, plane normal, three spanning indices) of the points
+    exposed along `direction` (3,), and the points (N, 3) and support directions (N, 3) those indices
+    refer to: the simplex's (4, 3), or, where a flat core feature (`flat_core`, of dimension
+    `core_dimension`) spans more than the simplex holds of it, those with four probes appended.
+
+    EPA's best support plane, where it ran out of steps, leaves a one-point simplex, and a segment
+    simplex can hold one edge of a face: the feature's other vertices then come from the probes,
+    `direction` tipped by ``feature_tolerance / 4`` either way along two perpendiculars. A tip that
+    small keeps the support within the band of vertices that make up the feature (a vertex below it
+    by ``feature_tolerance`` times the core's size cannot overtake one of the feature by turning the
+    direction less than that over the core's extent), and on a feature it exposes the vertex farthest
+    along the tip: two opposite tips give an edge's two ends, two pairs three corners of a face.
+    """
+    exposed, tolerance = exposed_vertices(points, simplex_mask, direction, feature_tolerance)
+    span = exposed_span(points, exposed, tolerance)
+    first = perpendicular(direction)
+    tip = 0.25 * feature_tolerance * jnp.stack([first, -first, jnp.cross(direction, first),
+                                                -jnp.cross(direction, first)])
+    probes = direction + tip
+    probed_points = jnp.concatenate([points, jax.vmap(shape.core_support)(probes)])
+    probed_directions = jnp.concatenate([directions, probes])
+    probed_mask = jnp.concatenate([simplex_mask, jnp.ones(4, bool)])
+    exposed, tolerance = exposed_vertices(probed_points, probed_mask, direction, feature_tolerance)
+    probed_span = exposed_span(probed_points, exposed, tolerance)
+    short = flat_core & (span[0] < core_dimension)
+    return jax.tree_util.tree_map(lambda probed, held: jnp.where(short, probed, held), probed_span, span) + (
+        probed_points, probed_directions)
 
 
 def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Simplex) -> Simplex:
@@ -167,8 +202,8 @@ def _feature_simplex(pair: RelativePair, a: _Hold, b: _Hold, normal, simplex: Si
     pairings span that face: a face with the other feature's first vertex, or, for two edges or
     sides, three corners of their parallelogram ((0, 0), (0, 1), (1, 0)).
     """
-    directions_a = a.feature_directions(normal, simplex.directions_a)
-    directions_b = b.feature_directions(-pair.rotation.T @ normal, simplex.directions_b)
+    directions_a = a.feature_directions(normal)
+    directions_b = b.feature_directions(-pair.rotation.T @ normal)
     # A flat feature's directions expose a whole edge or face, a straight side's direction both its
     # ends (ties to rounding): the hints pick the vertices held.
     hints_a, hints_b = a.hints, b.hints
@@ -328,8 +363,8 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
     dtype = normal.dtype
     mask = simplex.mask
     a, b_local = on_both(functools.partial(_hold, simplex_mask=mask, feature_tolerance=feature_tolerance),
-                         pair.shape_a, (normal, simplex.points_a), pair.shape_b,
-                         (-pair.rotation.T @ normal, simplex.points_b))
+                         pair.shape_a, (normal, simplex.points_a, simplex.directions_a), pair.shape_b,
+                         (-pair.rotation.T @ normal, simplex.points_b, simplex.directions_b))
     b = b_local.rotated(-pair.rotation)  # A's frame, its circle holding n (B is held along −n)
     # The directions the normal may take: a face fixes it; an edge or side keeps it on a circle
     # n·k = c (or such a circle seen through a map), so two of them fix it to where their circles
