@@ -20,7 +20,9 @@ it; an edge keeps it perpendicular, and a side on the circle of directions that 
 or such a circle seen through an `Affine` map M, unit(Mᵀn)·k = c, a curve that is no circle where M is
 not a similarity); two of them fix it to where their circles meet, and Newton runs along what is left
 free. Along a curve γ through n with unit tangent t, g's second derivative is tᵀJt + γ''·w (−g on a
-great circle, where γ'' = −n), and each step is put back on the curve. Every step
+great circle, where γ'' = −n), and each step is put back on the curve. Where the maximiser is a kink
+of g (both cores' sides hold it, each along its own circle), Newton's steps do not reach it, and
+where EPA ran out of steps the circles' meeting point is tried too. Every step
 is kept only if g, a certified bound on sd, does not drop beyond rounding, so a misread feature can
 never make the answer worse than the loops'.
 """
@@ -344,6 +346,19 @@ def nearest_side_direction(pair: RelativePair, normal):
                   [on_a, -pair.rotation @ on_b], normal)
 
 
+def _sides_meet(pair: RelativePair, normal):
+    """Where the two cores' circles of side normals meet, on `normal`'s side ((3,) A's frame), and
+    whether both cores have plain circles that meet (()). Both sides hold the contact there: a short
+    segment at a cylinder's centre, across its axis, holds by its length only there, and on the
+    cylinder's circle alone g has a kink at it, which Newton's steps do not find."""
+    (axis_a, height_a, linear_a), (axis_b, height_b, linear_b) = (pair.shape_a.core_side_normals(),
+                                                                  pair.shape_b.core_side_normals())
+    plain_a, axis_in_a = _plain_circle(axis_a, height_a, linear_a)
+    plain_b, axis_in_b = _plain_circle(axis_b, height_b, -pair.rotation @ linear_b)  # B held along −n
+    met, meet = _circles_meet(axis_in_a, height_a, axis_in_b, height_b, normal)
+    return met, jnp.any(axis_a != 0) & jnp.any(axis_b != 0) & plain_a & plain_b & meet
+
+
 def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, active,
            stopped_short=False) -> Refinement:
     """Refine the loops' `normal` (3,), A's frame, where a curved core holds the contact.
@@ -355,8 +370,9 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
         feature_tolerance: relative tolerance of the feature reports (`_features`).
         active: () bool; False returns the inputs unchanged (accepted False).
         stopped_short: () bool, the loops ran out of steps (`MAX_ITERATIONS`): after EPA, `normal` is
-            its best support plane's, whose g is the loops' distance, and the first proposal is
-            `nearest_side_direction`. Elsewhere the
+            its best support plane's, whose g is the loops' distance, the first proposal is
+            `nearest_side_direction`, and where the cores' sides meet (`_sides_meet`) is the answer
+            if g is larger there than where Newton's steps end. Elsewhere the
             loops' distance can exceed g at their normal, and a proposal that only raises g may lower
             the answer (a capsule against an ellipsoid at 1e-6 depth: 4e-7 too deep).
     """
@@ -426,9 +442,14 @@ def refine(pair: RelativePair, normal, simplex: Simplex, feature_tolerance, acti
 
     best, g_best, value_best, curvature_best, _ = jax.lax.fori_loop(0, NEWTON_STEPS + 1, body,
                                                           (normal, g0, value0, curvature0, start))
-    accepted = applicable & jnp.any(best != normal)
+    # Where EPA ran out of steps, also where the cores' sides meet, if g is larger there (a kink).
+    met, meet = _sides_meet(pair, normal)
+    g_met = jnp.dot(met, _support_difference(pair, met)[0])
+    at_kink = stopped_short & meet & (g_met > g_best)
     basis, inverse, definite = inverse_hessian(best, value_best, curvature_best, g_best)
-    smooth = accepted & a.point_like & b.point_like & definite
+    best, g_best = jnp.where(at_kink, met, best), jnp.where(at_kink, g_met, g_best)
+    accepted = applicable & jnp.any(best != normal)
+    smooth = accepted & a.point_like & b.point_like & definite & ~at_kink  # no smooth maximum at a kink
     response = jnp.where(smooth, basis @ inverse @ basis.T, 0)
 
     refined = _feature_simplex(pair, a, b_local, best, simplex)
