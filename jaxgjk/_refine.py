@@ -181,9 +181,8 @@ def _flat_span(shape, direction, points, directions, simplex_mask, feature_toler
     exposed, tolerance = exposed_vertices(points, simplex_mask, direction, feature_tolerance)
     span = exposed_span(points, exposed, tolerance)
     first = perpendicular(direction)
-    tip = 0.25 * feature_tolerance * jnp.stack([first, -first, jnp.cross(direction, first),
-                                                -jnp.cross(direction, first)])
-    probes = direction + tip
+    second = jnp.cross(direction, first)
+    probes = direction + 0.25 * feature_tolerance * jnp.stack([first, -first, second, -second])
     probed_points = jnp.concatenate([points, jax.vmap(shape.core_support)(probes)])
     probed_directions = jnp.concatenate([directions, probes])
     probed_mask = jnp.concatenate([simplex_mask, jnp.ones(4, bool)])
