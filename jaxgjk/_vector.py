@@ -10,7 +10,11 @@ over a vmapped batch.
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._tolerance import SHORT_REDUCTION, power_of_two_scale
 
@@ -117,12 +121,32 @@ def take_first_axis(rows, index):
 
 def true_indices(mask, size: int, fill_value: int):
     """The indices (size,) int32 of the True entries of `mask` (N,) in order, the first `size` of them,
-    then `fill_value`: `jnp.nonzero(mask, size=size, fill_value=fill_value)[0]` with one running sum
+    then `fill_value`: `jnp.nonzero(mask, size=size, fill_value=fill_value)[0]` with one running count
     and one scatter (each True entry written at its rank), where `jnp.nonzero` takes a running sum, a
     count per output slot (a scatter-add) and a second running sum."""
-    rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
+    rank = running_count(mask) - 1
     return jnp.full(size, fill_value, jnp.int32).at[jnp.where(mask, rank, size)].set(
         jnp.arange(mask.shape[0], dtype=jnp.int32), mode="drop")
+
+
+_COUNT_BLOCK = 8  # `running_count`'s block length beyond 64 entries
+
+
+def running_count(mask):
+    """The number (N,) int32 of True entries of `mask` (N,) up to and including each: `jnp.cumsum`,
+    which XLA:CPU runs as a reduce-window at ~5 ns an entry under `vmap` (an eighth of an EPA step).
+    As products with triangular matrices of ones, exact in float32 (the counts stay below 2^24), the
+    library's matrix kernel takes 2-4x less: one product up to 64 entries; beyond, running counts
+    within blocks of 8, plus the blocks' totals before each (a product of N/8 entries)."""
+    size = mask.shape[0]
+    ones = mask.astype(jnp.float32)
+    product = functools.partial(jnp.matmul, precision=jax.lax.Precision.HIGHEST)  # no TF32 on GPUs
+    if size <= _COUNT_BLOCK**2:
+        return product(ones, np.triu(np.ones((size, size), np.float32))).astype(jnp.int32)
+    blocks = jnp.pad(ones, (0, -size % _COUNT_BLOCK)).reshape(-1, _COUNT_BLOCK)
+    within = product(blocks, np.triu(np.ones((_COUNT_BLOCK,) * 2, np.float32)))
+    before = product(within[:, -1], np.triu(np.ones((blocks.shape[0],) * 2, np.float32), 1))
+    return (within + before[:, None]).reshape(-1)[:size].astype(jnp.int32)
 
 
 def used_first(mask):
