@@ -227,8 +227,15 @@ def _add_folded_faces(sees, state: EPAState, corners, w, holds_w, rings: int = E
     inside = holds_w[:, None] & (triple_product(state.normals[:, None, :], edges, w - corners) > 0)
     # A loop, not unrolled rings: its operand `inside` is computed once. Unrolled, XLA:CPU fused the
     # triple products into each ring's gather and recomputed them there (a box-box EPA step ~15% slower).
-    return jax.lax.fori_loop(0, rings, lambda _, sees: sees | jnp.any(sees[state.adjacency] & inside,
-                                                                        axis=-1), sees)
+    # A ring changes nothing where no face is `inside`: under `vmap` the loop then runs only while some
+    # lane has one (most steps of a batch have none).
+    def grow(carry):
+        ring, sees = carry
+        return ring + 1, sees | jnp.any(sees[state.adjacency] & inside, axis=-1)
+
+    folds = jnp.any(inside)
+    return jax.lax.while_loop(lambda carry: folds & (carry[0] < rings), grow,
+                              (jnp.zeros((), jnp.int32), sees))[1]
 
 
 def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
