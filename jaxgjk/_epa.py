@@ -199,17 +199,18 @@ def _connected_patch(below, adjacency, nearest):
     """The faces of `below` (F,) bool edge-connected to face `nearest` (which is included).
 
     Faces below w only by rounding can lie apart from the rest (meeting it at a vertex, as on a cone's
-    base), and a patch in two pieces has no single horizon cycle. Grows one ring of neighbours a step;
-    a patch has fewer rings than faces, which bounds the loop.
+    base), and a patch in two pieces has no single horizon cycle. Grows one ring of neighbours a step
+    until it holds every face of `below` (the usual case: `below` is connected) or a ring adds none; a
+    patch has fewer rings than faces, which bounds the loop.
     """
     def grow(carry):
         seen, _, rings = carry
         grown = seen | (below & jnp.any(seen[adjacency], axis=-1))
-        return grown, jnp.any(grown != seen), rings + 1
+        return grown, jnp.any(grown != seen) & jnp.any(below & ~grown), rings + 1
 
     seen = jnp.arange(below.shape[0]) == nearest
     seen, _, _ = jax.lax.while_loop(lambda carry: carry[1] & (carry[2] < below.shape[0]), grow,
-                                    (seen, jnp.asarray(True), jnp.zeros((), jnp.int32)))
+                                    (seen, jnp.any(below & ~seen), jnp.zeros((), jnp.int32)))
     return seen
 
 
