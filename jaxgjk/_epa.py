@@ -249,9 +249,14 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     `commit(accept)`, which writes the step where `accept` (() bool) and leaves the state as it was
     elsewhere. Its gathers act on the horizon's rows; the commit matches every face row against them,
     so a step costs O(faces × horizon) comparisons.
+
+    A consistent horizon has at most as many edges as the polytope has vertices (each starts one), so
+    arrays with room for fewer vertices than `max_horizon` (EPA's first phase) take that many rows: a
+    longer horizon is inconsistent either way.
     """
     num_faces = state.faces.shape[0]
     capacity = state.vertices.point.shape[0]
+    max_horizon = min(max_horizon, capacity)
     new_index = state.num_vertices
     corners = state.vertices.point[state.faces]
     coplanar = EPA_COPLANAR_ROUNDINGS * epsilon(w.point.dtype) * state.extent
