@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxgjk._vector import true_indices, used_first
+from jaxgjk._vector import running_count, true_indices, used_first
 
 
 @pytest.mark.parametrize("length, size", [(1, 1), (5, 3), (56, 32), (168, 32), (20, 40)])
@@ -19,6 +19,17 @@ def test_true_indices_is_nonzero_with_a_size(rng, length, size):
         found = np.flatnonzero(mask)[:size]
         expected[:len(found)] = found
         np.testing.assert_array_equal(indices, expected)
+    assert got.dtype == jnp.int32
+
+
+@pytest.mark.parametrize("length", [1, 40, 64, 65, 100, 408])
+def test_running_count_is_cumsum(rng, length):
+    """One product up to 64 entries, blocks of 8 beyond (a length that is not a multiple of 8 too);
+    every density, under `vmap` and for one mask."""
+    masks = rng.random((64, length)) < np.linspace(0, 1, 64)[:, None]
+    got = jax.jit(jax.vmap(running_count))(masks)
+    np.testing.assert_array_equal(got, np.cumsum(masks, axis=1))
+    np.testing.assert_array_equal(jax.jit(running_count)(masks[-1]), np.arange(1, length + 1))
     assert got.dtype == jnp.int32
 
 
