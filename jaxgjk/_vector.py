@@ -137,16 +137,22 @@ def running_count(mask):
     which XLA:CPU runs as a reduce-window at ~5 ns an entry under `vmap` (an eighth of an EPA step).
     As products with triangular matrices of ones, exact in float32 (the counts stay below 2^24), the
     library's matrix kernel takes 2-4x less: one product up to 64 entries; beyond, running counts
-    within blocks of 8, plus the blocks' totals before each (a product of N/8 entries)."""
-    size = mask.shape[0]
-    ones = mask.astype(jnp.float32)
+    within blocks of 8, plus the running count of the blocks' totals before each block (the same
+    scheme on N/8 entries)."""
+    return _running_sum(mask.astype(jnp.float32)).astype(jnp.int32)
+
+
+def _running_sum(values):
+    """`running_count` on (N,) float32 whole numbers whose sum stays below 2^24 (exact)."""
+    size = values.shape[0]
     product = functools.partial(jnp.matmul, precision=jax.lax.Precision.HIGHEST)  # no TF32 on GPUs
     if size <= _COUNT_BLOCK**2:
-        return product(ones, np.triu(np.ones((size, size), np.float32))).astype(jnp.int32)
-    blocks = jnp.pad(ones, (0, -size % _COUNT_BLOCK)).reshape(-1, _COUNT_BLOCK)
+        return product(values, np.triu(np.ones((size, size), np.float32)))
+    blocks = jnp.pad(values, (0, -size % _COUNT_BLOCK)).reshape(-1, _COUNT_BLOCK)
     within = product(blocks, np.triu(np.ones((_COUNT_BLOCK,) * 2, np.float32)))
-    before = product(within[:, -1], np.triu(np.ones((blocks.shape[0],) * 2, np.float32), 1))
-    return (within + before[:, None]).reshape(-1)[:size].astype(jnp.int32)
+    totals = within[:, -1]
+    before = _running_sum(totals) - totals
+    return (within + before[:, None]).reshape(-1)[:size]
 
 
 def used_first(mask):

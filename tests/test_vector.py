@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxgjk._features import MAX_FEATURE_VERTICES, _listed
 from jaxgjk._vector import running_count, true_indices, used_first
 
 
@@ -22,10 +23,10 @@ def test_true_indices_is_nonzero_with_a_size(rng, length, size):
     assert got.dtype == jnp.int32
 
 
-@pytest.mark.parametrize("length", [1, 40, 64, 65, 100, 408])
+@pytest.mark.parametrize("length", [1, 40, 64, 65, 100, 408, 4999])
 def test_running_count_is_cumsum(rng, length):
-    """One product up to 64 entries, blocks of 8 beyond (a length that is not a multiple of 8 too);
-    every density, under `vmap` and for one mask."""
+    """One product up to 64 entries, blocks of 8 beyond (a length that is not a multiple of 8 too;
+    4999: blocks of blocks); every density, under `vmap` and for one mask."""
     masks = rng.random((64, length)) < np.linspace(0, 1, 64)[:, None]
     got = jax.jit(jax.vmap(running_count))(masks)
     np.testing.assert_array_equal(got, np.cumsum(masks, axis=1))
@@ -37,3 +38,15 @@ def test_used_first_is_a_stable_argsort(rng):
     masks = rng.random((64, 4)) < 0.5
     got = jax.jit(jax.vmap(used_first))(masks)
     np.testing.assert_array_equal(got, np.argsort(~masks, axis=1, kind="stable"))
+
+
+@pytest.mark.parametrize("length", [3, 8, 9, 32, 200])
+def test_listed_is_nonzero_with_a_size(rng, length):
+    """A feature's first vertex indices and their count, both of `_listed`'s forms (scalars up to 8
+    entries, an array beyond), every density."""
+    masks = rng.random((64, length)) < np.linspace(0, 1, 64)[:, None]
+    indices, counts = jax.jit(jax.vmap(_listed))(masks)
+    expected = jax.vmap(lambda mask: jnp.nonzero(mask, size=MAX_FEATURE_VERTICES, fill_value=-1)[0])(masks)
+    np.testing.assert_array_equal(indices, expected)
+    np.testing.assert_array_equal(counts, masks.sum(axis=1))
+    assert indices.dtype == counts.dtype == jnp.int32
