@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jaxgjk._features import MAX_FEATURE_VERTICES, _listed
-from jaxgjk._vector import running_count, true_indices, used_first
+from jaxgjk._vector import first_argmax, halving_max, running_count, true_indices, used_first
 
 
 @pytest.mark.parametrize("length, size", [(1, 1), (5, 3), (56, 32), (168, 32), (20, 40)])
@@ -50,3 +50,17 @@ def test_listed_is_nonzero_with_a_size(rng, length):
     np.testing.assert_array_equal(indices, expected)
     np.testing.assert_array_equal(counts, masks.sum(axis=1))
     assert indices.dtype == counts.dtype == jnp.int32
+
+
+@pytest.mark.parametrize("length", [1, 2, 7, 9, 32, 33, 100])
+def test_halving_max_and_first_argmax_are_max_and_argmax(rng, length):
+    """Odd and even lengths, ties (rounded values), a NaN in some lanes, and -0 against +0."""
+    values = np.round(rng.normal(size=(length, 64)), 1).astype(np.float32)
+    values[rng.integers(length), :8] = np.nan
+    values[:, 8:16] = np.where(rng.random((length, 8)) < 0.5, -0.0, 0.0)
+    got_max = jax.jit(halving_max)(values)
+    np.testing.assert_array_equal(got_max, np.max(values, axis=0))
+    got_index = jax.jit(first_argmax)(values)
+    nan_lane = np.isnan(values).any(axis=0)  # no entry equals a NaN maximum: index 0
+    expected = np.where(nan_lane, 0, np.argmax(np.nan_to_num(values, nan=-np.inf), axis=0))
+    np.testing.assert_array_equal(got_index, expected)
