@@ -27,7 +27,7 @@ import numpy as np
 
 from ._dataclass import pytree_dataclass
 from ._gate import compute_where, where_active
-from ._minkowski import RelativePair, SupportPoint
+from ._minkowski import SUPPORT_FIELDS, RelativePair, SupportPoint
 from ._result import RUNNING, Simplex, Status
 from ._simplex import face_weights
 from ._tolerance import (
@@ -69,33 +69,104 @@ _TETRAHEDRON_ADJACENCY = _adjacency(_TETRAHEDRON)
 class EPAState:
     """Loop carry of EPA (A's frame).
 
+    Values that a step reads and writes together share an array (read through the properties
+    below): each leaf of a loop's carry costs XLA kernels of its own to copy, select, gather and pad
+    (~13 per leaf in a `signed_distance` kernel).
+
     Fields:
-        vertices: SupportPoint with (V, ·) leaves; num_vertices: () int32 slots in use.
-        faces: (F, 3) int32 vertex indices, counter-clockwise seen from outside.
-        adjacency: (F, 3) int32 face across edge k (corner k to corner k+1).
-        normals: (F, 3) outward unit normals; distances: (F,) plane distance to the origin.
+        vertices: (V, 5, 3) support points (`_rows`).
+        topology: (F, 2, 3) int32: per face its `faces` and `adjacency`.
+        planes: (F, 4): per face its `normals` and `distances`.
         valid: (F,) bool live faces.
-        size_sq: () the largest |vertex|² (the size of the polytope); extent: () its largest |coordinate|.
-        upper_bound: () least support-plane distance seen (the depth lies between).
-        best: the support point (SupportPoint, (3,) leaves) whose plane gave `upper_bound`, and
+        best: the support point ((5, 3) `_rows`) whose plane gave `upper_bound`, and
         best_normal: (3,) its direction: translating B by `upper_bound` along it separates the cores.
-        iterations: () int32; status: () int32, RUNNING or a `Status`.
+        measures: (3,) `size_sq`, `extent`, `upper_bound` (`_measures`).
+        counts: (3,) int32 `num_vertices`, `iterations`, `status` (`_counts`).
     """
 
-    vertices: SupportPoint
-    num_vertices: jnp.ndarray
-    faces: jnp.ndarray
-    adjacency: jnp.ndarray
-    normals: jnp.ndarray
-    distances: jnp.ndarray
+    vertices: jnp.ndarray
+    topology: jnp.ndarray
+    planes: jnp.ndarray
     valid: jnp.ndarray
-    size_sq: jnp.ndarray
-    extent: jnp.ndarray
-    upper_bound: jnp.ndarray
-    best: SupportPoint
+    best: jnp.ndarray
     best_normal: jnp.ndarray
-    iterations: jnp.ndarray
-    status: jnp.ndarray
+    measures: jnp.ndarray
+    counts: jnp.ndarray
+
+    @property
+    def faces(self):
+        """(F, 3) int32 vertex indices, counter-clockwise seen from outside."""
+        return self.topology[:, 0]
+
+    @property
+    def adjacency(self):
+        """(F, 3) int32 face across edge k (corner k to corner k+1)."""
+        return self.topology[:, 1]
+
+    @property
+    def normals(self):
+        """(F, 3) outward unit normals."""
+        return self.planes[:, :3]
+
+    @property
+    def distances(self):
+        """(F,) plane distances to the origin."""
+        return self.planes[:, 3]
+
+    @property
+    def size_sq(self):
+        """() the largest |vertex|² (the size of the polytope)."""
+        return self.measures[0]
+
+    @property
+    def extent(self):
+        """() the largest |coordinate| of a vertex."""
+        return self.measures[1]
+
+    @property
+    def upper_bound(self):
+        """() the least support-plane distance seen (the depth lies between it and the nearest face's)."""
+        return self.measures[2]
+
+    @property
+    def num_vertices(self):
+        """() int32 vertex slots in use."""
+        return self.counts[0]
+
+    @property
+    def iterations(self):
+        """() int32 steps taken."""
+        return self.counts[1]
+
+    @property
+    def status(self):
+        """() int32 RUNNING or a `Status`."""
+        return self.counts[2]
+
+
+def _measures(size_sq, extent, upper_bound):
+    """`EPAState.measures` of its three values."""
+    return jnp.stack([size_sq, extent, upper_bound])
+
+
+def _counts(num_vertices, iterations, status):
+    """`EPAState.counts` of its three values."""
+    return jnp.stack([num_vertices, iterations, status]).astype(jnp.int32)
+
+
+def _planes(normals, distances):
+    """`EPAState.planes` (..., 4) of normals (..., 3) and distances (...)."""
+    return jnp.concatenate([normals, distances[..., None]], axis=-1)
+
+
+def _rows(point: SupportPoint):
+    """`point` as one array (..., 5, 3) (`SupportPoint.stacked`)."""
+    return point.stacked(axis=-2)
+
+
+def _points(rows):
+    """The points of D (..., 3) of `_rows` (..., 5, 3)."""
+    return rows[..., SUPPORT_FIELDS.index("point"), :]
 
 
 def _face_planes(corners):
@@ -156,10 +227,8 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
                           _TETRAHEDRON_ADJACENCY[:, [2, 1, 0]]).astype(jnp.int32)
 
     num_faces = 2 * capacity
-    vertices = jax.tree_util.tree_map(
-        lambda leaf: jnp.zeros((capacity,) + leaf.shape[1:], leaf.dtype).at[:4].set(leaf), four)
-    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(tetrahedron)
-    adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency)
+    vertices = jnp.zeros((capacity, len(SUPPORT_FIELDS), 3), corners.dtype).at[:4].set(_rows(four))
+    topology = jnp.zeros((num_faces, 2, 3), jnp.int32).at[:4].set(jnp.stack([tetrahedron, adjacency], 1))
     valid = jnp.zeros(num_faces, bool).at[:4].set(True)
     tetrahedron_normals, tetrahedron_distances = _face_planes(corners[tetrahedron])
     normals = jnp.zeros((num_faces, 3), corners.dtype).at[:4].set(tetrahedron_normals)
@@ -185,10 +254,9 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     distances = distances.at[0].set(jnp.where(collinear | flat, 0, distances[0]))
     valid = valid & ((jnp.arange(num_faces) == 0) | ~(collinear | flat))  # face 0 is the nearest
     status = jnp.where((count < 2) | collinear | flat, Status.INTERSECTING, RUNNING).astype(jnp.int32)
-    return EPAState(vertices, jnp.asarray(4, jnp.int32), faces, adjacency, normals, distances, valid,
-                    size_sq, jnp.max(jnp.abs(corners)), jnp.asarray(jnp.inf, p.dtype),
-                    jax.tree_util.tree_map(lambda leaf: leaf[0], four), normals[0],
-                    jnp.zeros((), jnp.int32), status)
+    return EPAState(vertices, topology, _planes(normals, distances), valid, _rows(four)[0], normals[0],
+                    _measures(size_sq, jnp.max(jnp.abs(corners)), jnp.asarray(jnp.inf, p.dtype)),
+                    _counts(4, 0, status))
 
 
 def _nearest_face(state: EPAState):
@@ -255,10 +323,11 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     longer horizon is inconsistent either way.
     """
     num_faces = state.faces.shape[0]
-    capacity = state.vertices.point.shape[0]
+    capacity = state.vertices.shape[0]
     max_horizon = min(max_horizon, capacity)
     new_index = state.num_vertices
-    corners = state.vertices.point[state.faces]
+    points = _points(state.vertices)
+    corners = points[state.faces]
     coplanar = EPA_COPLANAR_ROUNDINGS * epsilon(w.point.dtype) * state.extent
     side = dot(state.normals, w.point - corners[:, 0])
     sees = _connected_patch(state.valid & (side > coplanar), state.adjacency, nearest)
@@ -291,7 +360,7 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     new_adjacency = jnp.stack([neighbour, lookup(start_key, slot)[end], lookup(end_key, slot)[start]],
                               axis=-1)
     new_normals, new_distances = _face_planes(jnp.stack(
-        [state.vertices.point[start], state.vertices.point[end],
+        [points[start], points[end],
          jnp.broadcast_to(w.point, (max_horizon, 3))], axis=1))
     # The unseen neighbour's edge that pointed at the removed face now points at the new face.
     points_back = state.adjacency[neighbour] == seen_face[:, None]
@@ -309,17 +378,20 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
         def write(old, new):
             return jnp.where(written.reshape((-1,) + (1,) * (old.ndim - 1)), new[source], old)
 
-        adjacency = write(state.adjacency, new_adjacency)
-        adjacency = adjacency.at[jnp.where(accept & in_use, neighbour, num_faces), neighbour_edge].set(
+        topology = write(state.topology, jnp.stack([new_faces, new_adjacency], axis=1))
+        topology = topology.at[jnp.where(accept & in_use, neighbour, num_faces), 1, neighbour_edge].set(
             slot, mode="drop")
         vertex = (jnp.arange(capacity) == new_index) & accept
-        vertices = jax.tree_util.tree_map(lambda s, x: jnp.where(vertex[:, None], x, s), state.vertices, w)
+        vertices = jnp.where(vertex[:, None, None], _rows(w), state.vertices)
         return dataclasses.replace(
-            state, vertices=vertices, num_vertices=new_index + accept, faces=write(state.faces, new_faces),
-            adjacency=adjacency, normals=write(state.normals, new_normals),
-            distances=write(state.distances, new_distances), valid=(state.valid & ~(sees & accept)) | written,
-            size_sq=jnp.where(accept, jnp.maximum(state.size_sq, jnp.dot(w.point, w.point)), state.size_sq),
-            extent=jnp.where(accept, jnp.maximum(state.extent, jnp.max(jnp.abs(w.point))), state.extent))
+            state, vertices=vertices, topology=topology,
+            planes=write(state.planes, _planes(new_normals, new_distances)),
+            valid=(state.valid & ~(sees & accept)) | written,
+            measures=_measures(
+                jnp.where(accept, jnp.maximum(state.size_sq, jnp.dot(w.point, w.point)), state.size_sq),
+                jnp.where(accept, jnp.maximum(state.extent, jnp.max(jnp.abs(w.point))), state.extent),
+                state.upper_bound),
+            counts=_counts(new_index + accept, state.iterations, state.status))
 
     return consistent, jnp.min(jnp.where(in_use, new_distances, jnp.inf)), commit
 
@@ -368,13 +440,13 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         support_distance = jnp.dot(normal, w.point)
         improves = support_distance < state.upper_bound
         upper_bound = jnp.where(improves, support_distance, state.upper_bound)
-        best = jax.tree_util.tree_map(lambda new, old: jnp.where(improves, new, old), w, state.best)
+        best = jnp.where(improves, _rows(w), state.best)
         best_normal = jnp.where(improves, normal, state.best_normal)
         scale = jnp.sqrt(state.size_sq)
-        capacity = state.vertices.point.shape[0]
+        capacity = state.vertices.shape[0]
         repeated = jnp.any(
             (jnp.arange(capacity) < state.num_vertices)
-            & jnp.all(state.vertices.point == w.point, axis=-1))
+            & jnp.all(_points(state.vertices) == w.point, axis=-1))
         gap = upper_bound - lower_bound
         converged = gap <= tolerance * scale
         # A support point already in the polytope with a gap left means the polytope lost convexity to
@@ -389,9 +461,11 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         status = select(
             [~jnp.isfinite(lower_bound), converged, stuck | full | ~consistent],
             [Status.DEGENERATE, Status.PENETRATING, Status.DEGENERATE], RUNNING).astype(jnp.int32)
-        return dataclasses.replace(commit(status == RUNNING), upper_bound=upper_bound, best=best,
-                                   best_normal=best_normal, iterations=state.iterations + 1,
-                                   status=status)
+        committed = commit(status == RUNNING)
+        return dataclasses.replace(
+            committed, best=best, best_normal=best_normal,
+            measures=_measures(committed.size_sq, committed.extent, upper_bound),
+            counts=_counts(committed.num_vertices, state.iterations + 1, status))
 
     def run(pair: RelativePair, state: EPAState, steps: int) -> EPAState:
         return jax.lax.while_loop(functools.partial(keep_going, steps), functools.partial(step, pair), state)
@@ -409,7 +483,8 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         # never runs it).
         bounds = [steps for steps in EPA_PHASE_STEPS if steps < max_iterations] + [max_iterations]
         state = _initial_state(pair, simplex, bounds[0] + 4, tolerance)
-        state = dataclasses.replace(state, status=jnp.where(active, state.status, Status.PENETRATING))
+        state = dataclasses.replace(state, counts=_counts(
+            state.num_vertices, state.iterations, jnp.where(active, state.status, Status.PENETRATING)))
         state = run(pair, state, bounds[0])
         for steps in bounds[1:]:
             state = _with_capacity(state, steps + 4)
@@ -421,7 +496,8 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         nearest = _nearest_face(state)
         status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
         return EPAResult(status.astype(jnp.int32), state.iterations, _face_simplex(state, nearest),
-                         state.distances[nearest], state.normals[nearest], state.upper_bound, state.best,
+                         state.distances[nearest], state.normals[nearest], state.upper_bound,
+                         SupportPoint.unstacked(state.best, axis=-2),
                          state.best_normal, jnp.sqrt(state.size_sq))
 
     return compute_where(active, solve, (pair, simplex, jnp.asarray(active)))
@@ -430,21 +506,20 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
 def _with_capacity(state: EPAState, capacity: int) -> EPAState:
     """`state` with room for `capacity` vertices and twice as many faces (unused slots appended)."""
     def pad(leaf, rows, fill=0):
-        return jnp.concatenate([leaf, jnp.full((rows - leaf.shape[0],) + leaf.shape[1:], fill, leaf.dtype)])
+        fill = jnp.asarray(fill, leaf.dtype)
+        return jnp.concatenate([leaf, jnp.broadcast_to(fill, (rows - leaf.shape[0],) + leaf.shape[1:])])
 
     faces = 2 * capacity
+    no_plane = _planes(jnp.zeros(3, state.planes.dtype), jnp.asarray(jnp.inf, state.planes.dtype))
     return dataclasses.replace(
-        state, vertices=jax.tree_util.tree_map(lambda leaf: pad(leaf, capacity), state.vertices),
-        faces=pad(state.faces, faces), adjacency=pad(state.adjacency, faces),
-        normals=pad(state.normals, faces), distances=pad(state.distances, faces, jnp.inf),
-        valid=pad(state.valid, faces))
+        state, vertices=pad(state.vertices, capacity), topology=pad(state.topology, faces),
+        planes=pad(state.planes, faces, no_plane), valid=pad(state.valid, faces))
 
 
 def _face_simplex(state: EPAState, face) -> Simplex:
     """Face `face` as a three-point `Simplex` with the origin's projection weights."""
-    corners = state.faces[face]
-    vertices = jax.tree_util.tree_map(
-        lambda leaf: jnp.concatenate([leaf[corners], jnp.zeros_like(leaf[:1])]), state.vertices)
+    rows = state.vertices[state.faces[face]]
+    vertices = SupportPoint.unstacked(jnp.concatenate([rows, jnp.zeros_like(rows[:1])]), axis=-2)
     mask = jnp.array([True, True, True, False])
     weights = face_weights(vertices.point, mask)
     return Simplex(vertices.direction_a, vertices.direction_b, vertices.point_a, vertices.point_b,
