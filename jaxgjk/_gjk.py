@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 from ._dataclass import pytree_dataclass
 from ._gate import broadcast_lanes, split_shared, update_rows, with_batch_rule
-from ._minkowski import RelativePair, SupportPoint
+from ._minkowski import SUPPORT_FIELDS, RelativePair, SupportPoint
 from ._result import RUNNING, STALLED_ACROSS, Simplex, Status
 from ._simplex import closest_point
 from ._tolerance import CPU_GJK_CHUNK, GJK_PROGRESS_ROUNDINGS, STALL_CONTACT_ROUNDINGS, epsilon
@@ -31,28 +31,59 @@ from ._vector import first_argmax, leading_dot, select
 class GJKState:
     """Loop carry of GJK (A's frame).
 
+    Values read and written together share an array (read through the properties below): each
+    leaf of a loop's carry costs XLA kernels of its own to copy, select, gather and transpose.
+
     Fields:
-        vertices: SupportPoint with (4, ·) leaves, the simplex slots.
+        vertices: (4, 5, 3) the simplex slots' support points (`SupportPoint.stacked` on axis 1).
         weights: (4,) barycentric weights of `closest`; mask: (4,) bool slots in use.
         closest: (3,) v, the simplex point closest to the origin.
-        lower_bound: () best lower bound on the core distance seen so far.
-        scale_sq: () max |w|² over the support points seen (the size of D).
-        iterations: () int32 support evaluations; status: () int32, RUNNING, a `Status` or STALLED_ACROSS.
+        measures: (2,) `lower_bound`, `scale_sq`.
+        counts: (2,) int32 `iterations`, `status`.
     """
 
-    vertices: SupportPoint
+    vertices: jnp.ndarray
     weights: jnp.ndarray
     mask: jnp.ndarray
     closest: jnp.ndarray
-    lower_bound: jnp.ndarray
-    scale_sq: jnp.ndarray
-    iterations: jnp.ndarray
-    status: jnp.ndarray
+    measures: jnp.ndarray
+    counts: jnp.ndarray
+
+    @property
+    def points(self):
+        """(4, 3) the simplex slots' points of D."""
+        return self.vertices[:, SUPPORT_FIELDS.index("point")]
+
+    @property
+    def lower_bound(self):
+        """() best lower bound on the core distance seen so far."""
+        return self.measures[0]
+
+    @property
+    def scale_sq(self):
+        """() max |w|² over the support points seen (the size of D)."""
+        return self.measures[1]
+
+    @property
+    def iterations(self):
+        """() int32 support evaluations."""
+        return self.counts[0]
+
+    @property
+    def status(self):
+        """() int32 RUNNING, a `Status` or STALLED_ACROSS."""
+        return self.counts[1]
 
     def simplex(self) -> Simplex:
         """The public `Simplex` view of the state."""
-        v = self.vertices
+        v = SupportPoint.unstacked(self.vertices, axis=1)
         return Simplex(v.direction_a, v.direction_b, v.point_a, v.point_b, self.weights, self.mask)
+
+
+def _state(vertices, weights, mask, closest, lower_bound, scale_sq, iterations, status) -> GJKState:
+    """A `GJKState` of its values."""
+    return GJKState(vertices, weights, mask, closest, jnp.stack([lower_bound, scale_sq]),
+                    jnp.stack([iterations, status]).astype(jnp.int32))
 
 
 def _touching(norm_sq, scale_sq):
@@ -67,8 +98,7 @@ def _initial_state(pair: RelativePair, warm_start: Simplex | None) -> GJKState:
     toward_b = jnp.where(jnp.any(toward_b != 0), toward_b, jnp.eye(3, dtype=toward_b.dtype)[0])
     first = pair.support(-toward_b, packed_once=True)
     dtype = first.point.dtype
-    slots = jax.tree_util.tree_map(lambda leaf: jnp.zeros((4,) + leaf.shape, dtype), first)
-    vertices = jax.tree_util.tree_map(lambda slot, leaf: slot.at[0].set(leaf), slots, first)
+    vertices = jnp.zeros((4, len(SUPPORT_FIELDS), 3), dtype).at[0].set(first.stacked(axis=0))
     mask = jnp.array([True, False, False, False])
     closest, weights = first.point, jnp.array([1, 0, 0, 0], dtype)
     if warm_start is not None:
@@ -78,14 +108,14 @@ def _initial_state(pair: RelativePair, warm_start: Simplex | None) -> GJKState:
             jnp.sum(warm_closest**2) <= jnp.sum(closest**2)
         )
         pick = lambda w, c: jnp.where(use_warm, w, c)  # noqa: E731
-        vertices = jax.tree_util.tree_map(pick, warm, vertices)
+        vertices = pick(warm.stacked(axis=1), vertices)
         closest, weights = pick(warm_closest, closest), pick(warm_weights, weights)
         mask = pick(warm_mask, mask)
     norm_sq = jnp.sum(closest**2)
-    scale_sq = jnp.max(jnp.where(mask, jnp.sum(vertices.point**2, axis=-1), 0))
+    points = vertices[:, SUPPORT_FIELDS.index("point")]
+    scale_sq = jnp.max(jnp.where(mask, jnp.sum(points**2, axis=-1), 0))
     status = jnp.where(_touching(norm_sq, scale_sq), Status.INTERSECTING, RUNNING)
-    return GJKState(vertices, weights, mask, closest, jnp.zeros((), dtype), scale_sq,
-                    jnp.ones((), jnp.int32), status.astype(jnp.int32))
+    return _state(vertices, weights, mask, closest, jnp.zeros((), dtype), scale_sq, 1, status)
 
 
 def _running(state: GJKState, max_iterations: int):
@@ -105,7 +135,7 @@ def _step(support, state: GJKState, separation_bound, contact_bound, max_iterati
     scale_sq = jnp.maximum(state.scale_sq, leading_dot(w.point, w.point))
     norm = jnp.sqrt(norm_sq)  # > 0 while running: a vanishing v stops the loop as touching
     lower_bound = jnp.maximum(state.lower_bound, v_dot_w / norm)
-    repeated = jnp.any(state.mask & jnp.all(state.vertices.point == w.point, axis=1), axis=0)
+    repeated = jnp.any(state.mask & jnp.all(state.points == w.point, axis=1), axis=0)
     converged = repeated | (norm_sq - v_dot_w <= tolerance * norm * jnp.sqrt(scale_sq))
     exceeded = lower_bound > separation_bound
 
@@ -114,12 +144,11 @@ def _step(support, state: GJKState, separation_bound, contact_bound, max_iterati
     slots = jnp.arange(4).reshape((4,) + (1,) * norm_sq.ndim)
     moved_to = jnp.where(state.mask[3], first_argmax(~state.mask[:3]), 4)
 
-    def place(slot, point):
-        slot = jnp.where((slots == moved_to)[:, None], slot[3], slot)
-        return jnp.where((slots == 3)[:, None], point, slot)
-    vertices = jax.tree_util.tree_map(place, state.vertices, w)
+    rows = slots[:, None, None]
+    vertices = jnp.where(rows == moved_to, state.vertices[3], state.vertices)
+    vertices = jnp.where(rows == 3, w.stacked(axis=0), vertices)
     mask = state.mask | (slots == moved_to) | (slots == 3)
-    closest, weights, mask = closest_point(vertices.point, mask, last_only=True)
+    closest, weights, mask = closest_point(vertices[:, SUPPORT_FIELDS.index("point")], mask, last_only=True)
     new_norm_sq = leading_dot(closest, closest)
     # No progress beyond rounding. An improvement within rounding is still taken: in float32 the
     # decrease of |v|² can fall below its ulp while the duality gap is still large.
@@ -145,14 +174,12 @@ def _step(support, state: GJKState, separation_bound, contact_bound, max_iterati
     accept = running & ~(converged | stalled | exceeded)
     pick = lambda new, old: jnp.where(accept, new, old)  # noqa: E731  (the batch trails: it broadcasts)
     return GJKState(
-        vertices=jax.tree_util.tree_map(pick, vertices, state.vertices),
+        vertices=pick(vertices, state.vertices),
         weights=pick(weights, state.weights),
         mask=pick(mask, state.mask),
         closest=pick(closest, state.closest),
-        lower_bound=jnp.where(running, lower_bound, state.lower_bound),
-        scale_sq=jnp.where(running, scale_sq, state.scale_sq),
-        iterations=jnp.where(running, state.iterations + 1, state.iterations),
-        status=jnp.where(running, status, state.status),
+        measures=jnp.where(running, jnp.stack([lower_bound, scale_sq]), state.measures),
+        counts=jnp.where(running, jnp.stack([state.iterations + 1, status]), state.counts),
     )
 
 
@@ -217,5 +244,5 @@ def gjk(pair: RelativePair, *, max_iterations: int, tolerance: float,
     state = _iterate(pair, state, jnp.asarray(separation_bound, dtype), jnp.asarray(contact_bound, dtype),
                      max_iterations, tolerance)
     status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
-    return GJKState(state.vertices, state.weights, state.mask, state.closest, state.lower_bound,
-                    state.scale_sq, state.iterations, status.astype(jnp.int32))
+    return _state(state.vertices, state.weights, state.mask, state.closest, state.lower_bound,
+                  state.scale_sq, state.iterations, status)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -28,6 +29,21 @@ class SupportPoint:
     direction_b: jnp.ndarray
     point_a: jnp.ndarray
     point_b: jnp.ndarray
+
+    def stacked(self, axis: int):
+        """The five fields as one array, stacked along `axis` in `SUPPORT_FIELDS` order (`point`
+        first): a loop's carry of one array instead of five, as each leaf of a carry costs XLA
+        kernels of its own to copy, select, gather and pad."""
+        return jnp.stack([getattr(self, name) for name in SUPPORT_FIELDS], axis=axis)
+
+    @staticmethod
+    def unstacked(rows, axis: int) -> SupportPoint:
+        """The `SupportPoint` of `stacked` rows along `axis`."""
+        return SupportPoint(**{name: jnp.take(rows, row, axis=axis)
+                               for row, name in enumerate(SUPPORT_FIELDS)})
+
+
+SUPPORT_FIELDS = tuple(field.name for field in dataclasses.fields(SupportPoint))
 
 
 @pytree_dataclass

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._gjk import gjk
+from ._minkowski import SupportPoint
 from ._queries import checked_config, distance
 from ._result import Config, Status
 from ._solve import prepare
@@ -34,7 +35,7 @@ def _gjk_after(a, pose_a, b, pose_b, bound, config: Config):
     return dict(
         is_valid=prepared.is_valid,
         margin=prepared.shape_a.margin() + prepared.shape_b.margin(),
-        vertices=state.vertices,
+        vertices=SupportPoint.unstacked(state.vertices, axis=1),
         mask=state.mask,
         weights=state.weights,
         closest=state.closest,
