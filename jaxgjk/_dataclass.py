@@ -42,3 +42,9 @@ def pytree_dataclass(cls):
 def static_field(**kwargs):
     """A dataclass field that is part of the pytree structure (hashable, not traced)."""
     return dataclasses.field(metadata={"static": True}, **kwargs)
+
+
+def entry(field: str, index) -> property:
+    """A read-only property, ``getattr(self, field)[index]``: one of the values that a pytree dataclass
+    keeps together in one array (a loop's carry of fewer, larger leaves; the class documents them)."""
+    return property(lambda self: getattr(self, field)[index])

@@ -25,9 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._dataclass import pytree_dataclass
+from ._dataclass import entry, pytree_dataclass
 from ._gate import compute_where, where_active
-from ._minkowski import SUPPORT_FIELDS, RelativePair, SupportPoint
+from ._minkowski import POINT_ROW, SUPPORT_FIELDS, RelativePair, SupportPoint
 from ._result import RUNNING, Simplex, Status
 from ._simplex import face_weights
 from ._tolerance import (
@@ -69,19 +69,22 @@ _TETRAHEDRON_ADJACENCY = _adjacency(_TETRAHEDRON)
 class EPAState:
     """Loop carry of EPA (A's frame).
 
-    Values that a step reads and writes together share an array (read through the properties
-    below): each leaf of a loop's carry costs XLA kernels of its own to copy, select, gather and pad
-    (~13 per leaf in a `signed_distance` kernel).
+    Values that a step reads and writes together share an array, read through properties: each
+    leaf of a loop's carry costs XLA kernels of its own to copy, select, gather and pad (~13 per leaf
+    in a `signed_distance` kernel).
 
     Fields:
         vertices: (V, 5, 3) support points (`_rows`).
-        topology: (F, 2, 3) int32: per face its `faces` and `adjacency`.
-        planes: (F, 4): per face its `normals` and `distances`.
+        topology: (F, 2, 3) int32: `faces` (F, 3) vertex indices, counter-clockwise seen from outside,
+            and `adjacency` (F, 3) the face across edge k (corner k to corner k+1).
+        planes: (F, 4): `normals` (F, 3) outward unit normals and `distances` (F,) to the origin.
         valid: (F,) bool live faces.
         best: the support point ((5, 3) `_rows`) whose plane gave `upper_bound`, and
         best_normal: (3,) its direction: translating B by `upper_bound` along it separates the cores.
-        measures: (3,) `size_sq`, `extent`, `upper_bound` (`_measures`).
-        counts: (3,) int32 `num_vertices`, `iterations`, `status` (`_counts`).
+        measures: (3,) `size_sq` the largest |vertex|² (the size of the polytope), `extent` its
+            largest |coordinate|, `upper_bound` the least support-plane distance seen (the depth lies
+            between it and the nearest face's distance).
+        counts: (3,) int32 `num_vertices` slots in use, `iterations`, `status` (RUNNING or a `Status`).
     """
 
     vertices: jnp.ndarray
@@ -93,55 +96,12 @@ class EPAState:
     measures: jnp.ndarray
     counts: jnp.ndarray
 
-    @property
-    def faces(self):
-        """(F, 3) int32 vertex indices, counter-clockwise seen from outside."""
-        return self.topology[:, 0]
-
-    @property
-    def adjacency(self):
-        """(F, 3) int32 face across edge k (corner k to corner k+1)."""
-        return self.topology[:, 1]
-
-    @property
-    def normals(self):
-        """(F, 3) outward unit normals."""
-        return self.planes[:, :3]
-
-    @property
-    def distances(self):
-        """(F,) plane distances to the origin."""
-        return self.planes[:, 3]
-
-    @property
-    def size_sq(self):
-        """() the largest |vertex|² (the size of the polytope)."""
-        return self.measures[0]
-
-    @property
-    def extent(self):
-        """() the largest |coordinate| of a vertex."""
-        return self.measures[1]
-
-    @property
-    def upper_bound(self):
-        """() the least support-plane distance seen (the depth lies between it and the nearest face's)."""
-        return self.measures[2]
-
-    @property
-    def num_vertices(self):
-        """() int32 vertex slots in use."""
-        return self.counts[0]
-
-    @property
-    def iterations(self):
-        """() int32 steps taken."""
-        return self.counts[1]
-
-    @property
-    def status(self):
-        """() int32 RUNNING or a `Status`."""
-        return self.counts[2]
+    faces = entry("topology", (slice(None), 0))
+    adjacency = entry("topology", (slice(None), 1))
+    normals = entry("planes", (slice(None), slice(0, 3)))
+    distances = entry("planes", (slice(None), 3))
+    size_sq, extent, upper_bound = (entry("measures", k) for k in range(3))
+    num_vertices, iterations, status = (entry("counts", k) for k in range(3))
 
 
 def _measures(size_sq, extent, upper_bound):
@@ -166,7 +126,7 @@ def _rows(point: SupportPoint):
 
 def _points(rows):
     """The points of D (..., 3) of `_rows` (..., 5, 3)."""
-    return rows[..., SUPPORT_FIELDS.index("point"), :]
+    return rows[..., POINT_ROW, :]
 
 
 def _face_planes(corners):

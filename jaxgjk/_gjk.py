@@ -18,9 +18,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._dataclass import pytree_dataclass
+from ._dataclass import entry, pytree_dataclass
 from ._gate import broadcast_lanes, split_shared, update_rows, with_batch_rule
-from ._minkowski import SUPPORT_FIELDS, RelativePair, SupportPoint
+from ._minkowski import POINT_ROW, SUPPORT_FIELDS, RelativePair, SupportPoint
 from ._result import RUNNING, STALLED_ACROSS, Simplex, Status
 from ._simplex import closest_point
 from ._tolerance import CPU_GJK_CHUNK, GJK_PROGRESS_ROUNDINGS, STALL_CONTACT_ROUNDINGS, epsilon
@@ -31,15 +31,18 @@ from ._vector import first_argmax, leading_dot, select
 class GJKState:
     """Loop carry of GJK (A's frame).
 
-    Values read and written together share an array (read through the properties below): each
-    leaf of a loop's carry costs XLA kernels of its own to copy, select, gather and transpose.
+    Values read and written together share an array, read through properties: each leaf of a loop's
+    carry costs XLA kernels of its own to copy, select, gather and transpose.
 
     Fields:
-        vertices: (4, 5, 3) the simplex slots' support points (`SupportPoint.stacked` on axis 1).
+        vertices: (4, 5, 3) the simplex slots' support points (`SupportPoint.stacked` on axis 1);
+            `points` (4, 3) their points of D.
         weights: (4,) barycentric weights of `closest`; mask: (4,) bool slots in use.
         closest: (3,) v, the simplex point closest to the origin.
-        measures: (2,) `lower_bound`, `scale_sq`.
-        counts: (2,) int32 `iterations`, `status`.
+        measures: (2,) `lower_bound` the best lower bound on the core distance seen so far,
+            `scale_sq` max |w|² over the support points seen (the size of D).
+        counts: (2,) int32 `iterations` (support evaluations), `status` (RUNNING, a `Status` or
+            STALLED_ACROSS).
     """
 
     vertices: jnp.ndarray
@@ -49,30 +52,9 @@ class GJKState:
     measures: jnp.ndarray
     counts: jnp.ndarray
 
-    @property
-    def points(self):
-        """(4, 3) the simplex slots' points of D."""
-        return self.vertices[:, SUPPORT_FIELDS.index("point")]
-
-    @property
-    def lower_bound(self):
-        """() best lower bound on the core distance seen so far."""
-        return self.measures[0]
-
-    @property
-    def scale_sq(self):
-        """() max |w|² over the support points seen (the size of D)."""
-        return self.measures[1]
-
-    @property
-    def iterations(self):
-        """() int32 support evaluations."""
-        return self.counts[0]
-
-    @property
-    def status(self):
-        """() int32 RUNNING, a `Status` or STALLED_ACROSS."""
-        return self.counts[1]
+    points = entry("vertices", (slice(None), POINT_ROW))
+    lower_bound, scale_sq = (entry("measures", k) for k in range(2))
+    iterations, status = (entry("counts", k) for k in range(2))
 
     def simplex(self) -> Simplex:
         """The public `Simplex` view of the state."""
@@ -112,7 +94,7 @@ def _initial_state(pair: RelativePair, warm_start: Simplex | None) -> GJKState:
         closest, weights = pick(warm_closest, closest), pick(warm_weights, weights)
         mask = pick(warm_mask, mask)
     norm_sq = jnp.sum(closest**2)
-    points = vertices[:, SUPPORT_FIELDS.index("point")]
+    points = vertices[:, POINT_ROW]
     scale_sq = jnp.max(jnp.where(mask, jnp.sum(points**2, axis=-1), 0))
     status = jnp.where(_touching(norm_sq, scale_sq), Status.INTERSECTING, RUNNING)
     return _state(vertices, weights, mask, closest, jnp.zeros((), dtype), scale_sq, 1, status)
@@ -148,7 +130,7 @@ def _step(support, state: GJKState, separation_bound, contact_bound, max_iterati
     vertices = jnp.where(rows == moved_to, state.vertices[3], state.vertices)
     vertices = jnp.where(rows == 3, w.stacked(axis=0), vertices)
     mask = state.mask | (slots == moved_to) | (slots == 3)
-    closest, weights, mask = closest_point(vertices[:, SUPPORT_FIELDS.index("point")], mask, last_only=True)
+    closest, weights, mask = closest_point(vertices[:, POINT_ROW], mask, last_only=True)
     new_norm_sq = leading_dot(closest, closest)
     # No progress beyond rounding. An improvement within rounding is still taken: in float32 the
     # decrease of |v|² can fall below its ulp while the duality gap is still large.

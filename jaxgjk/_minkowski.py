@@ -44,6 +44,7 @@ class SupportPoint:
 
 
 SUPPORT_FIELDS = tuple(field.name for field in dataclasses.fields(SupportPoint))
+POINT_ROW = SUPPORT_FIELDS.index("point")  # where `stacked` puts the point of D
 
 
 @pytree_dataclass
