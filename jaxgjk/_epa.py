@@ -74,12 +74,13 @@ class EPAState:
     in a `signed_distance` kernel).
 
     Fields:
-        vertices: (V, 5, 3) support points (`_rows`).
+        vertices: (V, 5, 3) support points (`SupportPoint.stacked` on axis 1); `points` (V, 3) their
+            points of D.
         topology: (F, 2, 3) int32: `faces` (F, 3) vertex indices, counter-clockwise seen from outside,
             and `adjacency` (F, 3) the face across edge k (corner k to corner k+1).
         planes: (F, 4): `normals` (F, 3) outward unit normals and `distances` (F,) to the origin.
         valid: (F,) bool live faces.
-        best: the support point ((5, 3) `_rows`) whose plane gave `upper_bound`, and
+        best: the support point ((5, 3), stacked) whose plane gave `upper_bound`, and
         best_normal: (3,) its direction: translating B by `upper_bound` along it separates the cores.
         measures: (3,) `size_sq` the largest |vertex|² (the size of the polytope), `extent` its
             largest |coordinate|, `upper_bound` the least support-plane distance seen (the depth lies
@@ -96,6 +97,7 @@ class EPAState:
     measures: jnp.ndarray
     counts: jnp.ndarray
 
+    points = entry("vertices", (slice(None), POINT_ROW))
     faces = entry("topology", (slice(None), 0))
     adjacency = entry("topology", (slice(None), 1))
     normals = entry("planes", (slice(None), slice(0, 3)))
@@ -117,16 +119,6 @@ def _counts(num_vertices, iterations, status):
 def _planes(normals, distances):
     """`EPAState.planes` (..., 4) of normals (..., 3) and distances (...)."""
     return jnp.concatenate([normals, distances[..., None]], axis=-1)
-
-
-def _rows(point: SupportPoint):
-    """`point` as one array (..., 5, 3) (`SupportPoint.stacked`)."""
-    return point.stacked(axis=-2)
-
-
-def _points(rows):
-    """The points of D (..., 3) of `_rows` (..., 5, 3)."""
-    return rows[..., POINT_ROW, :]
 
 
 def _face_planes(corners):
@@ -187,7 +179,8 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
                           _TETRAHEDRON_ADJACENCY[:, [2, 1, 0]]).astype(jnp.int32)
 
     num_faces = 2 * capacity
-    vertices = jnp.zeros((capacity, len(SUPPORT_FIELDS), 3), corners.dtype).at[:4].set(_rows(four))
+    rows = four.stacked(axis=1)
+    vertices = jnp.zeros((capacity, len(SUPPORT_FIELDS), 3), corners.dtype).at[:4].set(rows)
     topology = jnp.zeros((num_faces, 2, 3), jnp.int32).at[:4].set(jnp.stack([tetrahedron, adjacency], 1))
     valid = jnp.zeros(num_faces, bool).at[:4].set(True)
     tetrahedron_normals, tetrahedron_distances = _face_planes(corners[tetrahedron])
@@ -214,7 +207,7 @@ def _initial_state(pair: RelativePair, simplex: Simplex, capacity: int, toleranc
     distances = distances.at[0].set(jnp.where(collinear | flat, 0, distances[0]))
     valid = valid & ((jnp.arange(num_faces) == 0) | ~(collinear | flat))  # face 0 is the nearest
     status = jnp.where((count < 2) | collinear | flat, Status.INTERSECTING, RUNNING).astype(jnp.int32)
-    return EPAState(vertices, topology, _planes(normals, distances), valid, _rows(four)[0], normals[0],
+    return EPAState(vertices, topology, _planes(normals, distances), valid, rows[0], normals[0],
                     _measures(size_sq, jnp.max(jnp.abs(corners)), jnp.asarray(jnp.inf, p.dtype)),
                     _counts(4, 0, status))
 
@@ -286,7 +279,7 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
     capacity = state.vertices.shape[0]
     max_horizon = min(max_horizon, capacity)
     new_index = state.num_vertices
-    points = _points(state.vertices)
+    points = state.points
     corners = points[state.faces]
     coplanar = EPA_COPLANAR_ROUNDINGS * epsilon(w.point.dtype) * state.extent
     side = dot(state.normals, w.point - corners[:, 0])
@@ -342,7 +335,7 @@ def _expand(state: EPAState, w: SupportPoint, nearest, max_horizon: int):
         topology = topology.at[jnp.where(accept & in_use, neighbour, num_faces), 1, neighbour_edge].set(
             slot, mode="drop")
         vertex = (jnp.arange(capacity) == new_index) & accept
-        vertices = jnp.where(vertex[:, None, None], _rows(w), state.vertices)
+        vertices = jnp.where(vertex[:, None, None], w.stacked(axis=0), state.vertices)
         return dataclasses.replace(
             state, vertices=vertices, topology=topology,
             planes=write(state.planes, _planes(new_normals, new_distances)),
@@ -400,13 +393,13 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         support_distance = jnp.dot(normal, w.point)
         improves = support_distance < state.upper_bound
         upper_bound = jnp.where(improves, support_distance, state.upper_bound)
-        best = jnp.where(improves, _rows(w), state.best)
+        best = jnp.where(improves, w.stacked(axis=0), state.best)
         best_normal = jnp.where(improves, normal, state.best_normal)
         scale = jnp.sqrt(state.size_sq)
         capacity = state.vertices.shape[0]
         repeated = jnp.any(
             (jnp.arange(capacity) < state.num_vertices)
-            & jnp.all(_points(state.vertices) == w.point, axis=-1))
+            & jnp.all(state.points == w.point, axis=-1))
         gap = upper_bound - lower_bound
         converged = gap <= tolerance * scale
         # A support point already in the polytope with a gap left means the polytope lost convexity to
@@ -457,7 +450,7 @@ def epa(pair: RelativePair, simplex: Simplex, *, max_iterations: int, tolerance:
         status = jnp.where(state.status == RUNNING, Status.MAX_ITERATIONS, state.status)
         return EPAResult(status.astype(jnp.int32), state.iterations, _face_simplex(state, nearest),
                          state.distances[nearest], state.normals[nearest], state.upper_bound,
-                         SupportPoint.unstacked(state.best, axis=-2),
+                         SupportPoint.unstacked(state.best, axis=0),
                          state.best_normal, jnp.sqrt(state.size_sq))
 
     return compute_where(active, solve, (pair, simplex, jnp.asarray(active)))
@@ -479,7 +472,7 @@ def _with_capacity(state: EPAState, capacity: int) -> EPAState:
 def _face_simplex(state: EPAState, face) -> Simplex:
     """Face `face` as a three-point `Simplex` with the origin's projection weights."""
     rows = state.vertices[state.faces[face]]
-    vertices = SupportPoint.unstacked(jnp.concatenate([rows, jnp.zeros_like(rows[:1])]), axis=-2)
+    vertices = SupportPoint.unstacked(jnp.concatenate([rows, jnp.zeros_like(rows[:1])]), axis=1)
     mask = jnp.array([True, True, True, False])
     weights = face_weights(vertices.point, mask)
     return Simplex(vertices.direction_a, vertices.direction_b, vertices.point_a, vertices.point_b,
