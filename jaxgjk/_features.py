@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dataclass import pytree_dataclass
-from ._tolerance import SHORT_REDUCTION
+from ._tolerance import SHORT_REDUCTION, power_of_two_scale
 from ._vector import dot, first_argmax, largest_abs, leading_max, true_indices
 
 # How many vertex indices a `Feature` lists (a face with more vertices lists its first ones).
@@ -91,46 +91,57 @@ def _listed(exposed):
     return (shifted - 1).astype(jnp.int32), before
 
 
-def _pick(values, index):
-    """values[index] of a sequence of scalars (`index` () int)."""
-    picked = values[-1]
-    for j in reversed(range(len(values) - 1)):
-        picked = jnp.where(index == j, values[j], picked)
-    return picked
-
-
 def box_feature(half_extents, direction, relative_tolerance) -> Feature:
     """`vertex_set_feature` of a box's eight corners (numbered ``x + 2y + 4z``, 1 for the + side) of
-    half extents (3,) along `direction` (3,), corner by corner on scalars, the same operations in the
-    same order (so the same feature to the bit): under vmap the array form is short strided rows,
+    half extents (3,) along `direction` (3,), corner by corner on scalars: the same exposed corners to
+    the bit (the same heights, compared in the same order), and the dimension by the same rule in
+    closed form (`_box_corners_dimension`). Under vmap the array form is short strided rows,
     reductions over eight entries and gathers, which cost more than a closed-form query's contact."""
     half = [half_extents[..., i] for i in range(3)]
     corners = [[half[i] if (c >> i) & 1 else -half[i] for i in range(3)] for c in range(8)]
-
-    def dot3(p, q):
-        return p[0] * q[0] + p[1] * q[1] + p[2] * q[2]
-
     size = jnp.maximum(jnp.maximum(jnp.abs(half[0]), jnp.abs(half[1])), jnp.abs(half[2]))
-    tolerance = relative_tolerance * size
-    heights = [dot3(corner, [direction[..., i] for i in range(3)]) for corner in corners]
-    exposed = [height >= leading_max(heights) - tolerance for height in heights]
-    first = first_argmax(exposed)
-    origin = [_pick([corner[i] for corner in corners], first) for i in range(3)]
-    offsets = [[corner[i] - origin[i] for i in range(3)] for corner in corners]
-    lengths = [jnp.where(e, jnp.sqrt(dot3(o, o)), 0) for e, o in zip(exposed, offsets, strict=True)]
-    far = first_argmax(lengths)
-    length = _pick(lengths, far)
-    axis = [_pick([o[i] for o in offsets], far) / jnp.where(length > 0, length, 1) for i in range(3)]
-    widths = []
-    for e, o in zip(exposed, offsets, strict=True):
-        along = dot3(o, axis)
-        off_line = [o[i] - along * axis[i] for i in range(3)]
-        widths.append(jnp.where(e, jnp.sqrt(dot3(off_line, off_line)), 0))
-    width = _pick(widths, first_argmax(widths))
-    dimension = jnp.where(length <= tolerance, FeatureDim.VERTEX,
-                          jnp.where(width <= tolerance, FeatureDim.EDGE, FeatureDim.FACE))
+    heights = [corner[0] * direction[..., 0] + corner[1] * direction[..., 1] + corner[2] * direction[..., 2]
+               for corner in corners]
+    exposed = [height >= leading_max(heights) - relative_tolerance * size for height in heights]
+    dimension = _box_corners_dimension(half, size, exposed, relative_tolerance)
     indices, count = _listed(exposed)
     return Feature(dimension.astype(jnp.int32), indices, count)
+
+
+def _box_corners_dimension(half, size, exposed, relative_tolerance):
+    """`exposed_span`'s dimension of the `exposed` corners (8 () bools) of the box of half extents `half`
+    (3 ()) and size `size` () (its largest half extent): from the first exposed corner, the farthest
+    exposed one must be more than ``relative_tolerance · size`` away for an EDGE, and some exposed
+    corner that far off their line for a FACE.
+
+    A corner's offset from another is twice the half extent along each axis where their bits differ,
+    so the squared lengths are sums of squared edges, and the squared distance off the line (times the
+    line's squared length: |v × w|² by Lagrange's identity) is a sum over the pairs of axes where
+    exactly one of the two cross terms is present. Computed in units where `size` is in [1, 2) (a
+    power of two: exact), so that products of two squared edges stay in range at any scale."""
+    scale, _ = power_of_two_scale(size)
+    edge_sq = [(2 * h * scale) ** 2 for h in half]
+    tolerance_sq = (relative_tolerance * (size * scale)) ** 2
+    first = first_argmax(exposed)
+    first_bits = [(first >> i) & 1 == 1 for i in range(3)]
+    # moved[c][i]: corner c's bit i differs from the first exposed corner's.
+    moved = [[~first_bits[i] if (c >> i) & 1 else first_bits[i] for i in range(3)] for c in range(8)]
+
+    def total(terms):
+        return (terms[0] + terms[1]) + terms[2]
+
+    lengths_sq = [jnp.where(e, total([jnp.where(m[i], edge_sq[i], 0) for i in range(3)]), 0)
+                  for e, m in zip(exposed, moved, strict=True)]
+    length_sq = leading_max(lengths_sq)
+    far = first_argmax(lengths_sq)
+    far_moved = [((far >> i) & 1 == 1) != first_bits[i] for i in range(3)]
+    axis_pairs = ((1, 2), (0, 2), (0, 1))
+    off_line_sq = [jnp.where(e, total([
+        jnp.where((m[i] & far_moved[j]) != (m[j] & far_moved[i]), edge_sq[i] * edge_sq[j], 0)
+        for i, j in axis_pairs]), 0) for e, m in zip(exposed, moved, strict=True)]
+    return jnp.where(length_sq <= tolerance_sq, FeatureDim.VERTEX,
+                     jnp.where(leading_max(off_line_sq) <= tolerance_sq * length_sq, FeatureDim.EDGE,
+                               FeatureDim.FACE))
 
 
 def exposed_vertices(vertices, mask, direction, relative_tolerance):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
-from jaxgjk._features import FeatureDim
+from jaxgjk._features import FeatureDim, box_feature
+from jaxgjk._tolerance import feature_tolerance
 
 from .shape_samples import random_rotation
 
@@ -236,3 +237,63 @@ def test_coplanar_vertex_lists_name_the_whole_face(rng):
     assert int(result.feature_a.num_vertices) == int(result.feature_b.num_vertices) == 12
     assert list(np.asarray(result.feature_a.vertices)) == [0, 1, 2, 3]
     assert list(np.asarray(result.feature_b.vertices)) == [12, 13, 14, 15]
+
+
+def _box_feature_reference(half, direction, relative_tolerance):
+    """`vertex_set_feature`'s rule on a box's eight corners in float64 NumPy: (dimension, exposed
+    corners (8,) bool, and the smallest distance of any of its decisions from its tolerance, relative
+    to that tolerance)."""
+    corners = np.array([[half[i] if (c >> i) & 1 else -half[i] for i in range(3)] for c in range(8)])
+    tolerance = relative_tolerance * np.max(np.abs(half))
+    below = np.max(corners @ direction) - corners @ direction
+    exposed = below <= tolerance
+    offsets = corners - corners[np.argmax(exposed)]
+    lengths = np.where(exposed, np.linalg.norm(offsets, axis=1), 0)
+    length = np.max(lengths)
+    axis = offsets[np.argmax(lengths)] / length if length > 0 else np.zeros(3)
+    width = np.max(np.where(exposed, np.linalg.norm(offsets - np.outer(offsets @ axis, axis), axis=1), 0))
+    dimension = (FeatureDim.VERTEX if length <= tolerance else
+                 FeatureDim.EDGE if width <= tolerance else FeatureDim.FACE)
+    measured = np.concatenate([below, [length, width]])
+    margin = np.min(np.abs(measured - tolerance)) / tolerance if tolerance > 0 else np.inf  # a point
+    return dimension, exposed, margin
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_box_feature_matches_the_rule_on_its_corners_at_any_scale(dtype, rng):
+    """`box_feature` (closed form) against the exposed face of the box's eight corners in float64:
+    random, flat, needle and point boxes at sizes 1e-30 to 1e30 (whose squared lengths leave
+    float32's range), along random directions, axes, face diagonals and near-axis directions a
+    fraction of the tolerance off; rows within half a tolerance of any of the rule's decisions
+    (where rounding may decide) are left out."""
+    relative_tolerance = feature_tolerance(dtype)
+    count = 4000
+    half = rng.uniform(0.1, 1.0, (count, 3))
+    form = rng.integers(0, 4, count)
+    half[form == 1, 2] = 0  # flat
+    half[form == 2, 1:] *= relative_tolerance / 10  # needle
+    half[form == 3] = 0  # a point
+    half *= 10.0 ** rng.uniform(-30, 30, (count, 1))
+    direction = rng.normal(size=(count, 3))
+    towards = rng.integers(0, 4, count)
+    direction[towards == 1, 1:] = 0  # an axis
+    direction[towards == 2, 2] = 0  # a face diagonal's plane
+    off_axis = towards == 3
+    direction[off_axis, 1:] = rng.normal(size=(np.sum(off_axis), 2)) * relative_tolerance * rng.choice(
+        [0.1, 3.0], (np.sum(off_axis), 1))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    half, direction = half.astype(dtype), direction.astype(dtype)
+
+    feature = jax.jit(jax.vmap(lambda h, d: box_feature(h, d, relative_tolerance)))(half, direction)
+    checked = 0
+    for row in range(count):
+        dimension, exposed, margin = _box_feature_reference(
+            half[row].astype(np.float64), direction[row].astype(np.float64), relative_tolerance)
+        if margin < 0.5:
+            continue
+        checked += 1
+        listed = list(np.flatnonzero(exposed)[:4]) + [-1] * (4 - min(4, np.sum(exposed)))
+        assert int(feature.dimension[row]) == dimension, (half[row], direction[row])
+        assert list(np.asarray(feature.vertices[row])) == listed, (half[row], direction[row])
+        assert int(feature.num_vertices[row]) == np.sum(exposed), (half[row], direction[row])
+    assert checked >= count // 2, checked
