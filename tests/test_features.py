@@ -263,9 +263,9 @@ def _box_feature_reference(half, direction, relative_tolerance):
 def test_box_feature_matches_the_rule_on_its_corners_at_any_scale(dtype, rng):
     """`box_feature` (closed form) against the exposed face of the box's eight corners in float64:
     random, flat, needle and point boxes at sizes 1e-30 to 1e30 (whose squared lengths leave
-    float32's range), along random directions, axes, face diagonals and near-axis directions a
-    fraction of the tolerance off; rows within half a tolerance of any of the rule's decisions
-    (where rounding may decide) are left out."""
+    float32's range), along random directions, axes, directions in a coordinate plane and directions
+    a fraction of the tolerance off an axis; rows within half a tolerance of any of the rule's
+    decisions (where rounding may decide) are left out."""
     relative_tolerance = feature_tolerance(dtype)
     count = 4000
     half = rng.uniform(0.1, 1.0, (count, 3))
@@ -277,7 +277,7 @@ def test_box_feature_matches_the_rule_on_its_corners_at_any_scale(dtype, rng):
     direction = rng.normal(size=(count, 3))
     towards = rng.integers(0, 4, count)
     direction[towards == 1, 1:] = 0  # an axis
-    direction[towards == 2, 2] = 0  # a face diagonal's plane
+    direction[towards == 2, 2] = 0  # in a coordinate plane (an edge exposed)
     off_axis = towards == 3
     direction[off_axis, 1:] = rng.normal(size=(np.sum(off_axis), 2)) * relative_tolerance * rng.choice(
         [0.1, 3.0], (np.sum(off_axis), 1))
