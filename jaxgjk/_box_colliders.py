@@ -232,18 +232,16 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     axes = _axes(rotation)
     separation, sign = _separations(axes, rotation, translation, half_a, half_b)
     face_count = 6
-    # Overlapping, a deepest face with a side of length 0 (a flat or a needle box's: an edge or a point)
-    # gives way to a face with area that ties with it within the tolerance: that face's contact holds
-    # the points it reports. Which of two tied axes an argmax takes is rounding's choice (it differed
-    # under jit), and a point-sized face's simplex holds the other core's deepest corner, not its witness.
+    # Overlapping, a face with a side of length 0 (a flat or a needle box's: an edge or a point) gives way
+    # to a face with area within the tolerance of it: that face's contact holds the points it reports.
+    # Which of two tied axes an argmax takes is rounding's choice (it differed under jit), and a
+    # point-sized face's simplex holds the other core's deepest corner, not its witness. (A lift of the
+    # faces with area inside the argmax: a rule on the argmax's result slowed box-box 15-30%.)
     in_face = np.arange(3) != (np.arange(face_count) % 3)[:, None]  # (6, 3) each face's own two axes
     halves = jnp.concatenate([jnp.broadcast_to(half_a, (3, 3)), jnp.broadcast_to(half_b, (3, 3))])
     has_area = jnp.all((halves > 0) | ~in_face, axis=1)
-    faces = separation[:face_count]
-    face = jnp.argmax(faces)
-    with_area = has_area & (faces >= faces[face] - tolerance)
-    give_way = ~has_area[face] & jnp.any(with_area) & (jnp.max(separation) <= 0)
-    face = jnp.where(give_way, jnp.argmax(with_area), face)
+    lift = jnp.where(has_area & (jnp.max(separation) <= 0), tolerance, 0)
+    face = jnp.argmax(separation[:face_count] + lift)
     edge = face_count + jnp.argmax(separation[face_count:])
     s_face, s_edge = separation[face], separation[edge]
     face_normal, edge_normal = (sign[k] * unit_vector(axes[k]) for k in (face, edge))
