@@ -33,8 +33,12 @@ quadrilateral Q in either case). The witness on O is the mean of points of Q who
 F's face — Q's edges clipped to F's rectangle and F's corners that project into Q — a convex
 combination of points of the (convex) overlap of the two features, so it lies on both projections;
 the witness on F is its projection onto F's face. An edge axis: the closest points of the two support
-edges. The simplex is D's face: three corners of F's face against O's deepest corner (affine weights
-of that corner's projection), or D's parallelogram of the two edges (`_colliders.parallelogram`).
+edges. The simplex is a triangle of D's face holding a pair of points in contact, so that the tangent
+rule moves the distance as that pair does: for a face axis, a vertex of the overlap (O's corner
+against three corners of F's face, F's corner against O's face, or an edge of each, coupled);
+for an edge axis, D's parallelogram of the two edges (`_colliders.parallelogram`). Where the overlap
+is more than a point, the distance has no derivative in some turns, and the vertex's is one of its
+one-sided derivatives.
 
 Rounding. Within a tolerance of 32 ε times the sizes and the centres' offset, O's corners tie (a face
 tilted by rounding is a face contact); overlapping cores take the deepest axis, a face's where an edge
@@ -57,7 +61,7 @@ from ._minkowski import RelativePair
 from ._result import Simplex
 from ._scalars import Vec3
 from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon
-from ._vector import dot, matvec, rmatvec, select, unit_vector
+from ._vector import computed_once, dot, matvec, rmatvec, select, unit_vector
 
 # A rectangle's corners in cyclic order, as signs along its two axes.
 _RECTANGLE = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
@@ -97,6 +101,28 @@ def _sided_simplex(vertex_on_a, vertex, feature) -> Simplex:
     return padded_simplex(*side_a, *side_b, weights, mask)
 
 
+def _coupled_slots(feature_f, feature_o):
+    """Pairs of corners of F's and O's features with shared weights whose two sides average to the
+    points of `feature_f` and `feature_o` (`box_feature_simplex` slots each, one of them a single
+    corner, or two edges): the simplex of D's face holding that pair of points. An edge pair is
+    coupled as a staircase over their weights, ``(0, 0)`` to ``(1, 1)`` through the end whose weight
+    runs out first, so the weights stay convex.
+
+    Returns (slots_f, slots_o, weights (3,), mask (3,)): slots_f (directions, corners) (3, 3) each."""
+    (directions_f, corners_f, weights_f, mask_f), (directions_o, corners_o, weights_o, mask_o) = (
+        feature_f, feature_o)
+    one_f, one_o = ~mask_f[1], ~mask_o[1]
+    f_first = one_o | (~one_f & (weights_f[0] <= weights_o[0]))
+    index = jnp.arange(3)
+    index_f = jnp.where(index == 0, 0, jnp.where(index == 1, f_first, jnp.where(one_o, 2, ~one_f)))
+    index_o = jnp.where(index == 0, 0, jnp.where(index == 1, ~f_first, jnp.where(one_f, 2, ~one_o)))
+    low, high = jnp.minimum(weights_f[0], weights_o[0]), jnp.maximum(weights_f[0], weights_o[0])
+    weights = jnp.where(one_o, weights_f, jnp.where(one_f, weights_o, jnp.stack([low, high - low, 1 - high])))
+    count = jnp.sum(mask_f) + jnp.sum(mask_o) - 1
+    return ((directions_f[index_f], corners_f[index_f]), (directions_o[index_o], corners_o[index_o]),
+            weights, index < count)
+
+
 def _face_contact(rotation, translation, half_face, half_other, axis, sign, tolerance):
     """The contact of the face ``x[axis] = sign·half_face[axis]`` of a box F with the other core O that
     lies beyond it, in F's frame (``x_F = rotation x_O + translation``).
@@ -105,9 +131,9 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
         point_face: (3,) on F's face, F's frame.
         point_other: (3,) on O's deepest feature along the face's normal, O's frame, projecting into
             F's face where the two features overlap (else O's deepest corner).
-        face_slots: (directions, corners, weights, mask) of three corners of F's face, affine weights
-            of the projection of O's deepest corner (`box_feature_simplex`).
-        other_slot: (direction, corner) (3,) each, O's deepest corner and its sign vector.
+        slots: (slots_f, slots_o, weights, mask) of the simplex's pairs of F's and O's corners
+            (`_coupled_slots`), at a vertex of the two features' overlap.
+        spans_face: () bool, the simplex is a triangle whose normal is the contact's.
     """
     dtype = translation.dtype
     index = jnp.arange(3)
@@ -154,11 +180,35 @@ def _face_contact(rotation, translation, half_face, half_other, axis, sign, tole
     deepest_corner = deepest * half_other
     point_other = jnp.where(found > 0, mean, deepest_corner)
     face_value = sign * half_face
-    point_face = jnp.where(on_axis, face_value,
-                           jnp.clip(matvec(rotation, point_other) + translation, -half_face, half_face))
-    deepest_projected = jnp.where(on_axis, face_value, matvec(rotation, deepest_corner) + translation)
-    face_slots = box_feature_simplex(deepest_projected, half_face, free=~on_axis & (half_face > 0))
-    return point_face, point_other, face_slots, (deepest, deepest_corner)
+
+    def onto_face(point):  # a point of F's frame, clamped to the face
+        return jnp.where(on_axis, face_value, jnp.clip(point, -half_face, half_face))
+
+    point_face = onto_face(matvec(rotation, point_other) + translation)
+    # The simplex holds a vertex of the overlap, a pair of points in contact: where Q's first clipped
+    # edge enters F's face (Q's corner, or the crossing of an edge of each), else F's first corner
+    # inside Q, else (no overlap, by rounding) O's deepest corner.
+    edge, corner = jnp.argmax(clipped), jnp.argmax(inside)
+    any_edge, any_corner = jnp.any(clipped), jnp.any(inside)
+    enter_edge = enter[edge]
+    vertex_other = jnp.where(any_edge, corners[edge] + enter_edge * edge_step[edge],
+                             jnp.where(any_corner, projected[corner], deepest_corner))
+    vertex_face = jnp.where(any_edge, start[edge] + enter_edge * step[edge],
+                            jnp.where(any_corner, face_corners[corner],
+                                      matvec(rotation, deepest_corner) + translation))
+    vertex_face, vertex_other = computed_once(vertex_face), computed_once(vertex_other)  # (box-box 10%)
+    # At Q's corner, F's whole face (its normal moves with F: `NormalKind.FROM_FACE`).
+    at_corner = jnp.where(any_edge, enter_edge <= 0, ~any_corner)
+    vertex_face = onto_face(vertex_face)
+    free_f = jnp.where(at_corner, ~on_axis & (half_face > 0), jnp.abs(vertex_face) < half_face)
+    feature_f = box_feature_simplex(vertex_face, half_face, free_f, zero_signs=sign)
+    feature_o = box_feature_simplex(vertex_other, half_other, zero_signs=deepest)
+    # Its triangle's normal is the contact's, unless it spans two nearly parallel edges.
+    two_edges = feature_f[3][1] & ~feature_f[3][2] & feature_o[3][1] & ~feature_o[3][2]
+    parallel = nearly_parallel(Vec3.of(feature_f[1][1] - feature_f[1][0]),
+                               Vec3.of(matvec(rotation, feature_o[1][1] - feature_o[1][0])))
+    slots = _coupled_slots(feature_f, feature_o)
+    return point_face, point_other, slots, slots[3][2] & ~(two_edges & parallel)
 
 
 def _edge_contact(rotation, translation, half_a, half_b, axis_a, axis_b, normal):
@@ -234,9 +284,9 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     face_count = 6
     # Overlapping, a face with a side of length 0 (a flat or a needle box's: an edge or a point) gives way
     # to a face with area within the tolerance of it: that face's contact holds the points it reports.
-    # Which of two tied axes an argmax takes is rounding's choice (it differed under jit), and a
-    # point-sized face's simplex holds the other core's deepest corner, not its witness. (A lift of the
-    # faces with area inside the argmax: a rule on the argmax's result slowed box-box 15-30%.)
+    # Which of two tied axes an argmax takes is rounding's choice (it differed under jit); this rule
+    # makes it one choice. (A lift of the faces with area inside the argmax: a rule on the argmax's
+    # result slowed box-box 15-30%.)
     in_face = np.arange(3) != (np.arange(face_count) % 3)[:, None]  # (6, 3) each face's own two axes
     halves = jnp.concatenate([jnp.broadcast_to(half_a, (3, 3)), jnp.broadcast_to(half_b, (3, 3))])
     has_area = jnp.all((halves > 0) | ~in_face, axis=1)
@@ -252,10 +302,12 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     translation_f = jnp.where(on_a, translation, -rmatvec(rotation, translation))
     half_f, half_o = jnp.where(on_a, half_a, half_b), jnp.where(on_a, half_b, half_a)
     face_sign = sign[face]
-    point_f, point_o, face_slots, other_slot = _face_contact(
+    point_f, point_o, (slots_f, slots_o, weights, mask), face_spans_face = _face_contact(
         rotation_f, translation_f, half_f, half_o, jnp.where(on_a, face, face - (face_count - 3)),
         jnp.where(on_a, face_sign, -face_sign), tolerance)
-    face_simplex = _sided_simplex(~on_a, other_slot, face_slots)
+    side_a, side_b = ([jnp.where(on_a, f, o) for f, o in zip(first, second, strict=True)]
+                      for first, second in ((slots_f, slots_o), (slots_o, slots_f)))
+    face_simplex = padded_simplex(*side_a, *side_b, weights, mask)
     face_points = jnp.where(on_a, point_f, point_o), jnp.where(on_a, point_o, point_f)
 
     edge_index = edge - face_count
@@ -286,6 +338,7 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     use_face = jnp.where(separated, face_found & (face_length <= nearest + tie),
                          s_face >= s_edge - tolerance)
     use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
+    use_face, use_edge = computed_once(use_face), computed_once(use_edge)  # every output reads them
     corner_gap = gap(corner_points)
     corner_normal = jnp.where(is_apart(corner_gap, resolution), unit_vector(corner_gap), face_normal)
     # jnp.select, not `select`'s chain of wheres (safe here: the conditions are never constants): with the
@@ -302,7 +355,7 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
 
     simplex = jax.tree_util.tree_map(choose, face_simplex, edge_simplex, corner_simplex)
     point_a, point_b = (choose(*sides) for sides in zip(face_points, edge_points, corner_points, strict=True))
-    spans_face = jnp.where(use_face, face_slots[3][2], edge_is_face)  # a face's third slot in use
+    spans_face = jnp.where(use_face, face_spans_face, edge_is_face)
     kind = select([separated, spans_face], [NormalKind.FROM_CLOSEST, NormalKind.FROM_FACE],
                       NormalKind.FIXED)
     return closed_contact(distance, normal, simplex, point_a, point_b, kind)

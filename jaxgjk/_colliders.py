@@ -196,20 +196,21 @@ def feature_axes(free, fraction):
             jnp.where(count >= 2, component(fraction, second), 0))
 
 
-def box_feature_simplex(point, half_extents, free=None):
+def box_feature_simplex(point, half_extents, free=None, zero_signs=1):
     """The simplex slots of the box feature holding `point` (3,), a point on the surface of the box of
     `half_extents` (3,), box frame: the feature's corners by their sign vectors, at most three (a
     vertex, an edge's ends, three corners of a face: along the axes where `point` lies strictly inside
     the box's slab, or along the axes `free` (3,) bool, at most two, where given), with the affine
     weights of `point` over them (over `free` axes, `point` may lie beyond the box: the weights then
-    extrapolate the feature's plane).
+    extrapolate the feature's plane). `zero_signs` (3,) or (): the corners' signs where `point` is 0 on
+    a side of length 0, the side a size's derivative grows.
 
     Returns (directions (3, 3), corners (3, 3), weights (3,), mask (3,)).
     """
     dtype = point.dtype
     if free is None:
         free = jnp.abs(point) < half_extents  # the feature extends along these axes
-    signs = jnp.where(point >= 0, 1, -1).astype(dtype)
+    signs = jnp.where(point > 0, 1, jnp.where(point < 0, -1, zero_signs)).astype(dtype)
     base = jnp.where(free, -1, signs).astype(dtype)
     count, first, second, alpha, beta = feature_axes(free, (point + half_extents) /
                                                      jnp.where(half_extents > 0, 2 * half_extents, 1))

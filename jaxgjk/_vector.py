@@ -191,6 +191,20 @@ def used_first(mask):
                       for i in range(size)]).astype(jnp.int32)
 
 
+def computed_once(value):
+    """`value` (an array) unchanged, but computed once per element on XLA:CPU. Its fusion pass copies a
+    cheap elementwise expression into every consumer that reads it, so a consumer that broadcasts
+    per-pair scalars over a simplex's rows recomputes their whole expression at each of its elements
+    (a capsule–box contact's, ~500 operations, at 12 elements of each of four rows); a division
+    counts as expensive and is not copied. Hence a division by 1 that XLA cannot fold (2 where the
+    value is NaN, which it leaves NaN): exact. Integers and bools pass through float32 (small ones:
+    signs, indices, flags)."""
+    value = jnp.asarray(value)
+    if not jnp.issubdtype(value.dtype, jnp.floating):
+        return computed_once(value.astype(jnp.float32)).astype(value.dtype)
+    return value / jnp.where(jnp.isnan(value), 2, 1).astype(value.dtype)
+
+
 def select(conditions, choices, default=0):
     """`jnp.select`: the choice of the first true condition, else `default` (all broadcast together),
     as a chain of `where`s. `jnp.select` finds the first true condition with an argmax; where some

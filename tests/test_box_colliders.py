@@ -485,6 +485,22 @@ def test_capsules_along_aligned_thin_boxes(rng):
         check_contract(kind_rows, run(SIGNED, kind_rows), np.float64)
 
 
+def _assert_pose_gradients(rows, pose_indices=(1, 3), step=1e-6, atol=1e-6):
+    """The signed distance's gradients with respect to the poses at `pose_indices` of `rows` (A's at 1,
+    B's at 3) match central differences of the query to `atol`."""
+    gradients = run(GRADIENT, rows)
+    for pose_index in pose_indices:
+        moved = [tuple(_with_leaves(leaf, _pose_leaves(leaf) + sign * step * np.eye(7)[k])
+                       if i == pose_index else leaf for i, leaf in enumerate(row))
+                 for row in rows for k in range(7) for sign in (1, -1)]
+        plus, minus = run(SIGNED, moved).distance.reshape(len(rows), 7, 2).transpose(2, 0, 1)
+        gradient = np.stack([_pose_leaves(jax.tree_util.tree_map(lambda leaf, i=i: leaf[i],
+                                                                 gradients[pose_index]))
+                             for i in range(len(rows))])
+        np.testing.assert_allclose(gradient, (plus - minus) / (2 * step), atol=atol,
+                                   err_msg=f"pose {pose_index}")
+
+
 def test_capsule_crossing_a_flat_or_needle_box_moves_with_the_crossing(rng):
     """A capsule across the edge-like face of a flat box (a side of length 0), overlapping, and a bare
     segment across a needle box, apart, both turned as the box: the contact is the crossing of two
@@ -499,14 +515,7 @@ def test_capsule_crossing_a_flat_or_needle_box_moves_with_the_crossing(rng):
                      jg.Pose(np.zeros(3), rotation)))
         rows.append((capsule(0.0, 0.7), jg.Pose(turn @ [0.2, 0.3, 0.1], rotation), box([0.7, 0.0, 0.0]),
                      jg.Pose(np.zeros(3), rotation)))
-    gradients = run(GRADIENT, rows)[1]
-    step = 1e-6
-    moved = [(a, _with_leaves(pose_a, _pose_leaves(pose_a) + sign * step * np.eye(7)[k]), b, pose_b)
-             for a, pose_a, b, pose_b in rows for k in range(7) for sign in (1, -1)]
-    plus, minus = run(SIGNED, moved).distance.reshape(len(rows), 7, 2).transpose(2, 0, 1)
-    gradient = np.stack([_pose_leaves(jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], gradients))
-                         for i in range(len(rows))])
-    np.testing.assert_allclose(gradient, (plus - minus) / (2 * step), atol=1e-6)
+    _assert_pose_gradients(rows, pose_indices=(1,))
 
 
 def test_segment_box_end_in_a_box_face_moves_with_the_face(rng):
@@ -524,18 +533,25 @@ def test_segment_box_end_in_a_box_face_moves_with_the_face(rng):
                      pose(turn, np.zeros(3))))
     result = run(SIGNED, rows)
     np.testing.assert_allclose(result.distance, -0.5, atol=1e-12)
-    gradients = run(GRADIENT, rows)
-    step = 1e-6
-    for pose_index in (1, 3):  # A's pose, B's
-        moved = [tuple(_with_leaves(leaf, _pose_leaves(leaf) + sign * step * np.eye(7)[k])
-                       if i == pose_index else leaf for i, leaf in enumerate(row))
-                 for row in rows for k in range(7) for sign in (1, -1)]
-        plus, minus = run(SIGNED, moved).distance.reshape(len(rows), 7, 2).transpose(2, 0, 1)
-        gradient = np.stack([_pose_leaves(jax.tree_util.tree_map(lambda leaf, i=i: leaf[i],
-                                                                 gradients[pose_index]))
-                             for i in range(len(rows))])
-        np.testing.assert_allclose(gradient, (plus - minus) / (2 * step), atol=1e-6,
-                                   err_msg=f"pose {pose_index}")
+    _assert_pose_gradients(rows)
+
+
+def test_flat_box_edge_across_a_flat_box_face_moves_with_the_crossing(rng):
+    """Two flat boxes (a side of length 0 each), turned alike: B's deepest side, an edge, lies across
+    A's face, itself an edge, overlapping or apart. The contact is the crossing of the two, smooth in
+    both poses, and the gradients match central differences. The face contact once held B's deepest
+    corner against A's face extended to its projection, far from the crossing (seed 47 of
+    `benchmarks.degenerate`: rotation gradients up to 2.5 against 0)."""
+    rows = []
+    for _ in range(4):
+        rotation = random_rotation(rng)
+        turn = quaternion_to_matrix(rotation)
+        for gap in (-0.05, 0.1):
+            centre = [0.5 + 0.3 + gap, rng.uniform(-0.4, 0.4), rng.uniform(-0.5, 0.5)]
+            rows.append((box([0.5, 0.6, 0.0]), jg.Pose(np.zeros(3), rotation), box([0.3, 0.0, 0.7]),
+                         jg.Pose(turn @ centre, rotation)))
+    np.testing.assert_allclose(run(SIGNED, rows).distance, np.tile([-0.05, 0.1], 4), atol=1e-12)
+    _assert_pose_gradients(rows)
 
 
 @pytest.mark.parametrize("kinds", ["box-box", "capsule-box", "box-capsule"])
