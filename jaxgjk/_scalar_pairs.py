@@ -32,6 +32,7 @@ from ._result import Config, DistanceResult, Simplex, Status
 from ._scalars import Rotation, Vec3, where
 from ._shapes import Box, Capsule, Sphere
 from ._tolerance import BOX_AXIS_ROUNDINGS, epsilon, float_dtype, touching_resolution
+from ._vector import computed_once
 
 
 def handles(config: Config, shape_a, shape_b) -> bool:
@@ -125,14 +126,15 @@ class _BoxSlots(NamedTuple):
     mask: tuple
 
 
-def _box_slots(point: Vec3, half: Vec3, free=None) -> _BoxSlots:
+def _box_slots(point: Vec3, half: Vec3, free=None, zero_sign=1) -> _BoxSlots:
     """The feature of the box of half extents `half` that holds `point` (its frame, on its surface): it
     extends along the axes where `point` lies strictly inside the box's slab, or along `free` (three
     bools, at most two) where given, where `point` may lie beyond the feature (the weights
-    extrapolate it)."""
+    extrapolate it). `zero_sign` (): the corners' sign where `point` is 0 on a side of length 0."""
     if free is None:
         free = [jnp.abs(p) < h for p, h in zip(point, half, strict=True)]
-    base = Vec3(*(jnp.where(f | (p < 0), -1, 1) for f, p in zip(free, point, strict=True)))
+    base = Vec3(*(jnp.where(f | (p < 0), -1, jnp.where(p > 0, 1, zero_sign))
+                  for f, p in zip(free, point, strict=True)))
     count, first, second, alpha, beta = feature_axes(
         free, [(p + h) / jnp.where(h > 0, 2 * h, 1) for p, h in zip(point, half, strict=True)])
     return _BoxSlots(base, (jnp.asarray(-1, jnp.int32), first, second), (1 - alpha - beta, alpha, beta),
@@ -238,13 +240,26 @@ class _Candidate(NamedTuple):
     mask: tuple
 
 
+def _computed_once(candidate: _Candidate) -> _Candidate:
+    """`candidate` with every scalar `computed_once`."""
+    def once(field):
+        if isinstance(field, Vec3):
+            return Vec3(*(computed_once(component) for component in field))
+        if isinstance(field, tuple):
+            return tuple(computed_once(component) for component in field)
+        return computed_once(field)
+
+    return _Candidate(*(once(field) for field in candidate))
+
+
 def _segment_face(axis_in_b: Vec3, origin_in_b: Vec3, towards: Vec3, face, face_sign, h, half: Vec3,
-                  tolerance) -> _Candidate:
+                  tolerance):
     """B's face normal to its axis `face` (int32 ()) with outward normal −`towards` (A's frame; B lies
     on the side of sign `face_sign` along the axis) against the segment's deepest end, or, where the
     segment lies flat on it to rounding, against the segment's part over the face's rectangle widened
     by the tolerance (clipped, Liang–Barsky), at that part's middle. The segment is A's axis
-    (0, 0, z), |z| ≤ `h`, at `axis_in_b` z + `origin_in_b` in B's frame."""
+    (0, 0, z), |z| ≤ `h`, at `axis_in_b` z + `origin_in_b` in B's frame. Returns (the candidate,
+    whether its simplex is a triangle whose normal is the contact's, whether the face has area)."""
     dtype = towards.z.dtype
     extents = tuple(half)
     deepest = jnp.where(towards.z >= 0, 1, -1).astype(dtype)
@@ -263,17 +278,43 @@ def _segment_face(axis_in_b: Vec3, origin_in_b: Vec3, towards: Vec3, face, face_
                                              jnp.where(within, -jnp.inf, jnp.inf)))
         leave = jnp.minimum(leave, jnp.where(moving, jnp.maximum(low, high),
                                              jnp.where(within, jnp.inf, -jnp.inf)))
-    z = jnp.where(flat & (enter <= leave), h * (enter + leave - 1), deepest * h)
+    enter, leave = computed_once(enter), computed_once(leave)  # the simplex reads them too
+    clipped = flat & (enter <= leave)
     on_face = [face == k for k in range(3)]
     face_value = -face_sign * _pick(face, extents)
-    point = Vec3(*(jnp.where(on, face_value, jnp.clip(p, -e, e))
-                   for on, p, e in zip(on_face, axis_in_b * z + origin_in_b, extents, strict=True)))
-    deepest_end = axis_in_b * (deepest * h) + origin_in_b
-    deepest_projected = Vec3(*(jnp.where(on, face_value, p)
-                               for on, p in zip(on_face, deepest_end, strict=True)))
+
+    def onto_face(z):  # the segment's point at `z`, projected onto the face and clamped to it
+        return Vec3(*(jnp.where(on, face_value, jnp.clip(p, -e, e))
+                      for on, p, e in zip(on_face, axis_in_b * z + origin_in_b, extents, strict=True)))
+
+    z = jnp.where(clipped, h * (enter + leave - 1), deepest * h)
+    # The simplex holds a vertex of the overlap, a pair of points in contact: the segment's end over the
+    # face (against three of its corners), or where it enters the face, crossing an edge of the face
+    # (the two edges coupled, as `_box_colliders._coupled_slots` does).
+    crossing = clipped & (enter > 0)
+    vertex = onto_face(jnp.where(clipped, h * (2 * enter - 1), deepest * h))
     in_face = [~on & (e > 0) for on, e in zip(on_face, extents, strict=True)]  # the face's axes
-    slots = _box_slots(deepest_projected, half, in_face)
-    return _Candidate(z, point, (deepest,) * 3, *slots)
+    slots = _box_slots(vertex, half, [jnp.where(crossing, jnp.abs(p) < e, f)
+                                      for p, e, f in zip(vertex, extents, in_face, strict=True)], -face_sign)
+    # Crossing, the pairs climb from the segment's − end and the edge's first corner to the + end and
+    # the second, through the end whose weight runs out first (convex weights of both points).
+    end = jnp.where(clipped, -1, deepest).astype(dtype)  # the segment's end, where not crossing
+    end_first = slots.weights[0] >= 1 - enter
+    low, high = jnp.minimum(1 - enter, slots.weights[0]), jnp.maximum(1 - enter, slots.weights[0])
+    candidate = _Candidate(
+        z, onto_face(z),
+        (jnp.where(crossing, -1, end), jnp.where(crossing, jnp.where(end_first, 1, -1), end),
+         jnp.where(crossing, 1, end)),
+        slots.base,
+        (slots.raised[0], jnp.where(crossing & end_first, -1, slots.raised[1]),
+         jnp.where(crossing, slots.raised[1], slots.raised[2])),
+        tuple(jnp.where(crossing, st, w) for st, w in zip((low, high - low, 1 - high), slots.weights,
+                                                           strict=True)),
+        (slots.mask[0], crossing | slots.mask[1], jnp.where(crossing, slots.mask[1], slots.mask[2])))
+    edge = Vec3(*(jnp.where(slots.raised[1] == k, 1, 0).astype(dtype) for k in range(3)))
+    parallel = crossing & slots.mask[1] & nearly_parallel(axis_in_b, edge)
+    has_area = in_face[0].astype(jnp.int32) + in_face[1] + in_face[2] == 2
+    return candidate, candidate.mask[2] & ~parallel, has_area
 
 
 def _segment_edge(rotation: Rotation, translation: Vec3, edge, edge_normal: Vec3, h, half: Vec3):
@@ -397,7 +438,8 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     towards = _pick(face, columns) * face_sign  # the segment's support direction against B's face
     face_normal = towards.unit()
     edge_normal = (_pick(edge, crosses) * edge_sign).unit()
-    face_contact = _segment_face(axis_in_b, origin_in_b, towards, face, face_sign, h, half, tolerance)
+    face_contact, face_spans_face, face_has_area = _segment_face(axis_in_b, origin_in_b, towards, face,
+                                                                 face_sign, h, half, tolerance)
     edge_contact, edge_is_face = _segment_edge(rotation, translation, edge, edge_normal, h, half)
     corner_contact = _segment_corner(rotation, translation, axis_in_b, origin_in_b, h, half)
 
@@ -416,7 +458,7 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
                                       jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
     # A face with a side of length 0 (a flat or a needle box's) is an edge or a point: a segment lying on
     # it crosses it, and the edge contact that ties it holds the crossing (the face's holds an end).
-    crossing = edge_is_face & ~face_contact.mask[2]
+    crossing = edge_is_face & ~face_has_area
     edge_nearest = edge_found & (edge_length <= nearest + tie)
     use_face = jnp.where(separated, face_found & (face_length <= nearest + tie) & ~(crossing & edge_nearest),
                          (s_face >= s_edge - tolerance) & ~(crossing & (s_edge >= s_face - tolerance)))
@@ -429,11 +471,12 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
         tuple(_choose(use_face, use_edge, *values) for values in zip(*fields, strict=True))
         if isinstance(fields[0], tuple) else _choose(use_face, use_edge, *fields)
         for fields in zip(face_contact, edge_contact, corner_contact, strict=True)))
+    chosen = _computed_once(chosen)  # the simplex's rows read it at every element
     directions_b, corners_b = _box_rows(chosen.base, chosen.raised, half, dtype)
     signs = _per_slot(*chosen.signs_a)
     simplex = Simplex(_axial_rows(signs, 1), directions_b, _axial_rows(signs, h), corners_b,
                       _per_slot(*chosen.weights), _per_slot(*chosen.mask))
-    spans_face = jnp.where(use_face, face_contact.mask[2], edge_is_face)
+    spans_face = jnp.where(use_face, face_spans_face, edge_is_face)
     kind = jnp.where(separated, NormalKind.FROM_CLOSEST, jnp.where(spans_face, NormalKind.FROM_FACE,
                                                                    NormalKind.FIXED))
     return _Contact(distance, normal, simplex, chosen.z, chosen.point, kind)
