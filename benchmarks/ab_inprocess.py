@@ -1,0 +1,105 @@
+"""One kernel of two versions of jaxgjk in one process: a commit's (`--base`) against the working tree's.
+
+    python -m benchmarks.ab_inprocess sphere-box [--base HEAD~1] [--pen] [--query signed_distance]
+        [--pairs 65536] [--rounds 30]
+
+The commit's `jaxgjk/` is exported (`git archive`) as the package `jaxgjk_base` into a temporary
+directory; its modules import each other relatively, so both versions load side by side. Each kernel
+is `jax.jit(jax.vmap(query))` on the same float32 pairs of a parity scenario (`parity.tiled_case`, 256
+distinct pairs tiled), or, with `--query value_and_grad`, the gradient of their summed signed distance
+with respect to B's pose (`run.jaxgjk_batched`'s). The two compiled kernels run in turn `--rounds`
+times; each keeps its best time. Steady load on a shared machine slows both alike, so their ratio holds
+better than timings of separate processes (which drifted 20-40% in session 44); under heavy load
+(more processes than cores) it still moved by 2x: repeat it. Prints each version's rate and
+lower+compile time, the ratio (> 1: the working tree is faster) and whether their outputs agree to
+the bit.
+"""
+
+import argparse
+import importlib
+import io
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import jaxgjk
+
+from . import parity as P
+from . import run as R
+
+
+def base_package(revision: str, directory: str):
+    """The package `jaxgjk` at `revision`, imported as `jaxgjk_base` from `directory`."""
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "archive", revision, "jaxgjk"], cwd=root, check=True,
+                             capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(directory, filter="data")
+    (Path(directory) / "jaxgjk").rename(Path(directory) / "jaxgjk_base")
+    sys.path.insert(0, directory)
+    return importlib.import_module("jaxgjk_base")
+
+
+def kernel(module, query: str):
+    """The batched `query` of `module` (a jaxgjk package) over pairs, jitted."""
+    if query != "value_and_grad":
+        return jax.jit(jax.vmap(getattr(module, query)))
+
+    def value_and_grad(shape_a, pose_a, shape_b, pose_b):
+        batched = jax.vmap(module.signed_distance)
+        return jax.value_and_grad(lambda pose: batched(shape_a, pose_a, shape_b, pose).distance.sum())(pose_b)
+
+    return jax.jit(value_and_grad)
+
+
+def in_module(value, module):
+    """A shape or pose of `jaxgjk` as the same class of `module`, field for field."""
+    fields = (getattr(value, name) for name in value.__dataclass_fields__)
+    return getattr(module, type(value).__name__)(*fields)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("scenario", help="a parity scenario: sphere-box, box-box, polytope-32, ...")
+    parser.add_argument("--base", default="HEAD")
+    parser.add_argument("--pen", action="store_true", help="penetrating pairs (default: separated)")
+    parser.add_argument("--query", default="signed_distance")
+    parser.add_argument("--pairs", type=int, default=65536)
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    jax.config.update("jax_enable_x64", False)
+    with tempfile.TemporaryDirectory() as directory:
+        base = base_package(args.base, directory)
+        kind, vertices = P.parse_scenario(args.scenario)
+        _, batch = P.tiled_case(kind, vertices, args.pen, 256, args.pairs, 0)
+        inputs = jax.block_until_ready(R.jaxgjk_args(batch, np.arange(batch.n), P.DTYPE))
+        versions = {}
+        for name, module, operands in (("base", base, tuple(in_module(x, base) for x in inputs)),
+                                       ("tree", jaxgjk, inputs)):
+            start = time.perf_counter()
+            compiled = kernel(module, args.query).lower(*operands).compile()
+            versions[name] = (compiled, operands, time.perf_counter() - start)
+        best = dict.fromkeys(versions, np.inf)
+        for _ in range(args.rounds):
+            for name, (compiled, operands, _) in versions.items():
+                start = time.perf_counter()
+                jax.block_until_ready(compiled(*operands))
+                best[name] = min(best[name], time.perf_counter() - start)
+        outputs = [jax.tree_util.tree_leaves(compiled(*operands))
+                   for compiled, operands, _ in versions.values()]
+        same = all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(*outputs, strict=True))
+    rates = {name: args.pairs / seconds / 1e6 for name, seconds in best.items()}
+    print(f"{args.scenario} {args.query} {'penetrating' if args.pen else 'separated'}, {args.pairs} pairs: "
+          f"{args.base} {rates['base']:.2f} M/s (compile {versions['base'][2]:.2f} s), working tree "
+          f"{rates['tree']:.2f} M/s (compile {versions['tree'][2]:.2f} s), ratio "
+          f"{rates['tree'] / rates['base']:.3f}, outputs {'identical' if same else 'differ'}")
+
+
+if __name__ == "__main__":
+    main()
