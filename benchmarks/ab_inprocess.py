@@ -11,8 +11,8 @@ with respect to B's pose (`run.jaxgjk_batched`'s). The two compiled kernels run 
 times; each keeps its best time. Steady load on a shared machine slows both alike, so their ratio holds
 better than timings of separate processes (which drifted 20-40% in session 44); under heavy load
 (more processes than cores) it still moved by 2x: repeat it. Prints each version's rate and
-lower+compile time, the ratio (> 1: the working tree is faster) and whether their outputs agree to
-the bit.
+lower+compile time (in a warm process: the parity benchmark's fresh processes give the cold ones),
+the ratio (> 1: the working tree is faster) and whether their outputs agree to the bit.
 """
 
 import argparse
@@ -79,6 +79,8 @@ def main():
         kind, vertices = P.parse_scenario(args.scenario)
         _, batch = P.tiled_case(kind, vertices, args.pen, 256, args.pairs, 0)
         inputs = jax.block_until_ready(R.jaxgjk_args(batch, np.arange(batch.n), P.DTYPE))
+        # XLA's first compile in a process carries its start-up (~0.5 s): pay it before either kernel.
+        jax.jit(lambda x: x + 1).lower(np.float32(1)).compile()
         versions = {}
         for name, module, operands in (("base", base, tuple(in_module(x, base) for x in inputs)),
                                        ("tree", jaxgjk, inputs)):
