@@ -55,7 +55,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._closest import nearly_parallel
-from ._colliders import box_feature_simplex, closed_contact, is_apart, padded_simplex, parallelogram
+from ._colliders import (
+    box_feature_simplex,
+    closed_contact,
+    is_apart,
+    padded_simplex,
+    parallelogram,
+    staircase,
+)
 from ._contact import Contact, NormalKind
 from ._minkowski import RelativePair
 from ._result import Simplex
@@ -105,19 +112,18 @@ def _coupled_slots(feature_f, feature_o):
     """Pairs of corners of F's and O's features with shared weights whose two sides average to the
     points of `feature_f` and `feature_o` (`box_feature_simplex` slots each, one of them a single
     corner, or two edges): the simplex of D's face holding that pair of points. An edge pair is
-    coupled as a staircase over their weights, ``(0, 0)`` to ``(1, 1)`` through the end whose weight
-    runs out first, so the weights stay convex.
+    coupled by `_colliders.staircase`, so the weights stay convex.
 
     Returns (slots_f, slots_o, weights (3,), mask (3,)): slots_f (directions, corners) (3, 3) each."""
     (directions_f, corners_f, weights_f, mask_f), (directions_o, corners_o, weights_o, mask_o) = (
         feature_f, feature_o)
     one_f, one_o = ~mask_f[1], ~mask_o[1]
-    f_first = one_o | (~one_f & (weights_f[0] <= weights_o[0]))
+    steps_f, stairs = staircase(weights_f[0], weights_o[0])
+    f_first = one_o | (~one_f & steps_f)
     index = jnp.arange(3)
     index_f = jnp.where(index == 0, 0, jnp.where(index == 1, f_first, jnp.where(one_o, 2, ~one_f)))
     index_o = jnp.where(index == 0, 0, jnp.where(index == 1, ~f_first, jnp.where(one_f, 2, ~one_o)))
-    low, high = jnp.minimum(weights_f[0], weights_o[0]), jnp.maximum(weights_f[0], weights_o[0])
-    weights = jnp.where(one_o, weights_f, jnp.where(one_f, weights_o, jnp.stack([low, high - low, 1 - high])))
+    weights = jnp.where(one_o, weights_f, jnp.where(one_f, weights_o, jnp.stack(stairs)))
     count = jnp.sum(mask_f) + jnp.sum(mask_o) - 1
     return ((directions_f[index_f], corners_f[index_f]), (directions_o[index_o], corners_o[index_o]),
             weights, index < count)

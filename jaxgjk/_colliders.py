@@ -176,6 +176,17 @@ def parallelogram(s, t, slots=TRIANGLE_SLOTS):
     return jnp.where(slots == 2, ~far, far), jnp.where(slots == 1, ~far, far), weights
 
 
+def staircase(first_p, first_q):
+    """Shared weights of a point on each of two segments P and Q, `first_p` and `first_q` () the
+    points' weights on their segments' first ends: the pairs of ends (first, first), then the segment
+    whose first weight runs out first steps to its second end, then (second, second). Returns
+    (whether P steps first, the three pairs' weights (three scalars)): convex, and each side's
+    weighted ends give its point (the half of D's parallelogram beside the diagonal from (first,
+    first) to (second, second), where `parallelogram` takes the other diagonal)."""
+    low, high = jnp.minimum(first_p, first_q), jnp.maximum(first_p, first_q)
+    return first_p <= first_q, (low, high - low, 1 - high)
+
+
 def feature_axes(free, fraction):
     """The axes a box feature extends along and the point's place on them, from `free` (three bools:
     the feature extends along these axes, at most two) and `fraction` (three scalars: the point's
