@@ -662,7 +662,9 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, dis
     tangent_scale = jnp.ones((), dtype)
     has_features = is_valid
     if mode is not QueryMode.SIGNED:
-        overlapping = signed <= 0
+        # Every output reads it (the features through `has_features`): computed once, not copied with
+        # the whole contact into each (`distance` of sphere-box 1.7x, capsule-capsule 1.3-1.7x).
+        overlapping = computed_once(signed <= 0)
         has_features = has_features & ~overlapping
         middle = (point_a + point_b) * 0.5
         point_a, point_b = where(overlapping, middle, point_a), where(overlapping, middle, point_b)
