@@ -44,7 +44,7 @@ from ._shapes import (
     Shape,
     Sphere,
 )
-from ._vector import dot, matvec, rmatvec, select
+from ._vector import dot, largest_abs, matvec, rmatvec, select
 
 POINT, SEGMENT, BOX, HALF_SPACE = "point", "segment", "box", "half-space"
 CYLINDER, ELLIPSOID = "cylinder", "ellipsoid"
@@ -147,7 +147,7 @@ def is_apart(gap, resolution):
     """Whether the cores' witness points `gap` (3,) apart are farther apart than rounding: their
     direction is then the normal; within rounding it is noise, and the touching cores' own normal
     (the crossing of two segments, a direction across a segment) holds instead."""
-    return jnp.max(jnp.abs(gap)) > resolution
+    return largest_abs(gap) > resolution
 
 
 TRIANGLE_SLOTS = np.arange(3)  # the slots of a simplex of three vertices
@@ -243,7 +243,7 @@ def _half_space(pair: RelativePair, shape_a: Shape) -> Contact:
     deepest = shape_a.core_support(-outward)
     height = dot(outward, deepest - pair.translation)
     foot = rmatvec(pair.rotation, deepest - pair.translation).at[2].set(0)  # B's frame, on the plane
-    step = jnp.maximum(jnp.max(jnp.abs(foot)), 1)
+    step = jnp.maximum(largest_abs(foot), 1)
     points_b = jnp.stack([foot, foot.at[0].add(step), foot.at[1].add(step)])
     normal = -outward
     simplex = padded_simplex(jnp.broadcast_to(-outward, (3, 3)), jnp.broadcast_to(deepest, (3, 3)),

@@ -127,12 +127,14 @@ def ellipsoid_closest(point, radii):
     y = jnp.abs(point)
     signs = jnp.where(point >= 0, 1, -1).astype(dtype)
     least = jnp.arange(3) == jnp.argmin(radii)
-    e_min = jnp.min(radii)
+    # e_min and `low` written out, not `jnp.min`/`jnp.max`: 1.3x the sphere-ellipsoid rate (argmin and
+    # the flags' reductions written out lost that again: a reduction is computed once, its inputs too).
+    e_min = jnp.minimum(jnp.minimum(radii[0], radii[1]), radii[2])
     # e_i² − e_min², exactly zero on the least radius's axis and on those that tie with it (as a
     # difference of squares XLA may contract it to an FMA that leaves e_min²'s rounding error).
     d = (radii - e_min) * (radii + e_min)
     ey = radii * y
-    low = jnp.maximum(jnp.max(ey - d), 0)
+    low = jnp.maximum(jnp.maximum(jnp.maximum(ey[0] - d[0], ey[1] - d[1]), ey[2] - d[2]), 0)
     high = jnp.maximum(_root(dot(ey, ey)), low)
 
     def scaled(u):
