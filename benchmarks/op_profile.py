@@ -76,10 +76,11 @@ def operation_times(kind, n_vertices, penetrating, query, config, fields=(), sou
     return (times, operation_sources(kernel.as_text())) if sources else times
 
 
-def operation_sources(hlo):
+def operation_sources(hlo, depth=1):
     """{instruction name: "module.function:line"} of the compiled program `hlo` (optimized HLO text
     with its stack-frame tables): the innermost jaxgjk frame of the instruction, else of the first
-    instruction fused into it that has one."""
+    instruction fused into it that has one; with `depth` > 1, up to that many jaxgjk frames, innermost
+    first, joined by " < "."""
     tables, table = {}, None
     for line in hlo.splitlines():
         if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
@@ -95,17 +96,18 @@ def operation_sources(hlo):
                       for key, value in tables[table].items()} for table in ("FileLocations", "StackFrames")}
 
     def source(frame):
-        seen = set()
-        while frame in fields["StackFrames"] and frame not in seen:
+        seen, names = set(), []
+        while frame in fields["StackFrames"] and frame not in seen and len(names) < depth:
             seen.add(frame)
             location = fields["FileLocations"][fields["StackFrames"][frame]["file_location_id"]]
             path = tables["FileNames"][location["file_name_id"]].strip('"')
             if "/jaxgjk/" in path:
                 module = path.rsplit("/", 1)[-1].removesuffix(".py")
                 function = tables["FunctionNames"][location["function_name_id"]].strip('"')
-                return f"{module}.{function}:{location['line']}"
+                name = f"{module}.{function}:{location['line']}"
+                names += [name] if name not in names[-1:] else []  # a generator's frame repeats its line
             frame = fields["StackFrames"][frame].get("parent_frame_id")
-        return None
+        return " < ".join(names) or None
 
     frames, computation = collections.defaultdict(list), None  # computation name: its instructions' frames
     for line in hlo.splitlines():
