@@ -293,7 +293,7 @@ class Box(Shape):
         return box_feature(self.half_extents, direction, relative_tolerance)
 
     def reach(self):
-        h = self.half_extents  # written out: XLA:CPU's reduction over three components is slow (box-box 4%)
+        h = self.half_extents  # written out: a reduction over three is slow on XLA:CPU (box-half-space 1.3x)
         return jnp.sqrt(h[..., 0] ** 2 + h[..., 1] ** 2 + h[..., 2] ** 2)
 
     def is_valid(self):
