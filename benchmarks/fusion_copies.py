@@ -25,8 +25,7 @@ os.environ["XLA_FLAGS"] = " ".join(filter(None, [
     os.environ.get("XLA_FLAGS"), f"--xla_dump_to={DUMP}", "--xla_dump_hlo_pass_re=^fusion$",
     "--xla_dump_hlo_module_re=jit_one_pair"]))
 
-import argparse  # noqa: E402 (XLA's flags first)
-import collections  # noqa: E402
+import collections  # noqa: E402 (XLA's flags first)
 import glob  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
@@ -38,7 +37,7 @@ import jaxgjk as jg  # noqa: E402
 import jaxgjk._gate  # noqa: E402
 
 from . import cases as C  # noqa: E402
-from .op_profile import operation_sources  # noqa: E402
+from .op_profile import operation_sources, scenario_parser  # noqa: E402
 
 PAIRS = 4096
 # Instructions that compute nothing: the counts leave them out.
@@ -58,13 +57,7 @@ def instructions_by_source(hlo: str, depth: int = 1) -> collections.Counter:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind")
-    parser.add_argument("n_vertices", type=int)
-    parser.add_argument("mode", choices=("sep", "pen"))
-    parser.add_argument("query", choices=("distance", "signed_distance", "intersect"))
-    parser.add_argument("--general", action="store_true")
-    parser.add_argument("--top", type=int, default=25)
+    parser = scenario_parser(__doc__.splitlines()[0], 25)
     parser.add_argument("--depth", type=int, default=1)
     options = parser.parse_args()
     jaxgjk._gate.traced_once = lambda compute: compute

@@ -128,14 +128,21 @@ def operation_sources(hlo, depth=1):
     return sources
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def scenario_parser(description, top):
+    """The command line of a query on a case: kind, polytope vertex count (0 otherwise), sep or pen,
+    query, `--general` (force GJK/EPA) and `--top` (how many lines to print, default `top`)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("kind")
     parser.add_argument("n_vertices", type=int)
     parser.add_argument("mode", choices=("sep", "pen"))
     parser.add_argument("query", choices=("distance", "signed_distance", "intersect"))
     parser.add_argument("--general", action="store_true")
-    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--top", type=int, default=top)
+    return parser
+
+
+def main():
+    parser = scenario_parser(__doc__.splitlines()[0], 30)
     parser.add_argument("--fields", default="", help="comma-separated result fields to return")
     parser.add_argument("--by-source", action="store_true",
                         help="sum the operations by the jaxgjk function that made them")
