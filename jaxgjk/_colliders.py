@@ -310,6 +310,17 @@ def specialised_contact(specialised: bool, pair: RelativePair, resolution):
     return contact, None
 
 
+def separation_bound(specialised: bool, pair: RelativePair):
+    """A lower bound () of the cores' distance that is > 0 iff they are apart, cheaper than their
+    contact and never above the distance that `specialised_contact` gives, or None where the pair's
+    kinds have none here (trace time): two boxes, by their separating axes."""
+    if not specialised or (core_kind(pair.shape_a), core_kind(pair.shape_b)) != (BOX, BOX):
+        return None
+    from ._box_colliders import separation_bound as box_separation_bound
+
+    return box_separation_bound(pair, innermost(pair.shape_a), innermost(pair.shape_b))
+
+
 def for_mode(contact: Contact, mode: QueryMode, margin, distance_upper_bound) -> Contact:
     """A closed-form contact with the statuses of `mode`: overlapping cores are INTERSECTING where the
     query does not measure depth (as GJK reports them), and BOUND_EXCEEDED beyond the distance bound."""

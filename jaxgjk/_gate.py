@@ -53,19 +53,26 @@ def update_rows(active, compute_rows, operands, outputs, capacity: int):
     """
     size = active.shape[0]
     capacity = max(1, min(capacity, size))
-    order = jnp.nonzero(active, size=size + capacity, fill_value=size)[0].astype(jnp.int32)
-
-    def body(carry):
-        start, outputs = carry
-        rows = jax.lax.dynamic_slice(order, (start,), (capacity,))
-        taken = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(rows, size - 1)], operands)
-        computed = compute_rows(taken)
-        outputs = jax.tree_util.tree_map(lambda out, new: out.at[rows].set(new, mode="drop"), outputs,
-                                         computed)
-        return start + capacity, outputs
-
     count = jnp.sum(active, dtype=jnp.int32)
-    return jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), outputs))[1]
+
+    def update(outputs):
+        order = jnp.nonzero(active, size=size + capacity, fill_value=size)[0].astype(jnp.int32)
+
+        def body(carry):
+            start, outputs = carry
+            rows = jax.lax.dynamic_slice(order, (start,), (capacity,))
+            taken = jax.tree_util.tree_map(lambda leaf: leaf[jnp.minimum(rows, size - 1)], operands)
+            computed = compute_rows(taken)
+            outputs = jax.tree_util.tree_map(lambda out, new: out.at[rows].set(new, mode="drop"), outputs,
+                                             computed)
+            return start + capacity, outputs
+
+        return jax.lax.while_loop(lambda carry: carry[0] < count, body,
+                                  (jnp.zeros((), jnp.int32), outputs))[1]
+
+    # The active rows' indices (a running count and a scatter over the whole batch) only where there
+    # are any: a batch that `where_active` finds all decided skips them.
+    return jax.lax.cond(count > 0, update, lambda outputs: outputs, outputs)
 
 
 def with_batch_rule(one_pair, batched, operands):

@@ -21,12 +21,19 @@ import jax.numpy as jnp
 
 from . import _scalar_pairs as scalar_pairs
 from ._checks import float_leaves
-from ._colliders import bounded, for_mode, is_half_space, packed_half_space_contact, specialised_contact
+from ._colliders import (
+    bounded,
+    for_mode,
+    is_half_space,
+    packed_half_space_contact,
+    separation_bound,
+    specialised_contact,
+)
 from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
 from ._epa import EPAResult, epa
 from ._features import FeatureDim, feature_without_vertices
-from ._gate import update_rows, where_active
+from ._gate import traced_once, update_rows, where_active
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._packed import on_both
@@ -34,7 +41,14 @@ from ._pose import Pose, normalized_quaternion
 from ._refine import nearest_side_direction, refine
 from ._result import STALLED_ACROSS, Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
-from ._tolerance import CPU_EPA_CHUNK, EPA_FLAT_GAP_ROUNDINGS, epsilon, float_dtype, touching_resolution
+from ._tolerance import (
+    CPU_EPA_CHUNK,
+    CPU_INTERSECT_CHUNK,
+    EPA_FLAT_GAP_ROUNDINGS,
+    epsilon,
+    float_dtype,
+    touching_resolution,
+)
 from ._vector import computed_once, first_argmax, largest_abs, matmul, matvec, select, unit_vector
 
 
@@ -362,6 +376,32 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
     return result, jnp.where(is_valid, tangent_scale, 0).astype(dtype)
 
 
+def _decided_by_bound(config: Config, pair: RelativePair, bound, margin, resolution) -> Contact:
+    """The specialised contact of an `intersect` query, computed only where `bound` (a lower bound of
+    the cores' distance, `separation_bound`) does not decide it; elsewhere a contact with the bound as
+    its distance, and zero normal, points and simplex (`intersect` reads the distance and status only).
+
+    `world_result` reads the cores as overlapping iff distance − margin ≤ `resolution`. A bound
+    within −`resolution` of 0 or below puts the cores' deepest separation below 0: they overlap. A
+    bound above the margin by twice `resolution` puts the exact distance, never below the bound, above
+    the margin by more than `resolution` (both allowances far above the bound's few roundings). Under
+    `vmap` the undecided pairs, the nearly touching ones, run the contact `CPU_INTERSECT_CHUNK` at a
+    time (`_gate.where_active`), the others skip it.
+    """
+    @traced_once
+    def exact(operands):
+        return specialised_contact(config.specialised, *operands)[0]
+
+    overlapping = bound <= -resolution
+    decided = overlapping | (bound - margin > 2 * resolution)
+    placeholder = jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
+                                         jax.eval_shape(exact, (pair, resolution)))
+    placeholder = dataclasses.replace(
+        placeholder, distance=bound,
+        status=jnp.where(overlapping, Status.INTERSECTING, Status.SEPARATED).astype(jnp.int32))
+    return where_active(~decided, exact, (pair, resolution), placeholder, CPU_INTERSECT_CHUNK)
+
+
 def core_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start, distance_upper_bound):
     """The cores' contact before EPA, the `Prepared` the loops run on, and the normal's response.
 
@@ -369,7 +409,12 @@ def core_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start
     no refinement follow; its response (3, 3) world frame, or None), else GJK's (response None).
     """
     margin = prepared.shape_a.margin() + prepared.shape_b.margin()
-    specialised = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
+    resolution = touching_resolution(prepared.scale)
+    bound = separation_bound(config.specialised, prepared.pair) if mode is QueryMode.INTERSECT else None
+    if bound is not None and jax.default_backend() == "cpu":
+        contact = _decided_by_bound(config, prepared.pair, bound, margin, resolution)
+        return for_mode(contact, mode, margin, distance_upper_bound), None, None
+    specialised = specialised_contact(config.specialised, prepared.pair, resolution)
     if specialised is not None:
         contact, response = specialised
         if response is not None:
