@@ -23,9 +23,11 @@ from . import _scalar_pairs as scalar_pairs
 from ._checks import float_leaves
 from ._colliders import (
     bounded,
+    closed_contact,
     for_mode,
     is_half_space,
     packed_half_space_contact,
+    padded_simplex,
     separation_bound,
     specialised_contact,
 )
@@ -33,7 +35,7 @@ from ._contact import Contact, NormalKind, QueryMode, simplex_witnesses
 from ._dataclass import pytree_dataclass
 from ._epa import EPAResult, epa
 from ._features import FeatureDim, feature_without_vertices
-from ._gate import traced_once, update_rows, where_active
+from ._gate import update_rows, where_active
 from ._gjk import gjk
 from ._minkowski import RelativePair
 from ._packed import on_both
@@ -377,9 +379,10 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
 
 
 def _decided_by_bound(config: Config, pair: RelativePair, bound, margin, resolution) -> Contact:
-    """The specialised contact of an `intersect` query, computed only where `bound` (a lower bound of
-    the cores' distance, `separation_bound`) does not decide it; elsewhere a contact with the bound as
-    its distance, and zero normal, points and simplex (`intersect` reads the distance and status only).
+    """The closed-form contact's distance of an `intersect` query, computed only where `bound` (a lower
+    bound of the cores' distance, `separation_bound`) does not decide it, else the bound; the statuses
+    follow its sign, as a closed form's, and the normal, points and simplex are zeros (`intersect`
+    reads the distance and status only).
 
     `world_result` reads the cores as overlapping iff distance − margin ≤ `resolution`. A bound
     within −`resolution` of 0 or below puts the cores' deepest separation below 0: they overlap. A
@@ -388,18 +391,14 @@ def _decided_by_bound(config: Config, pair: RelativePair, bound, margin, resolut
     `vmap` the undecided pairs, the nearly touching ones, run the contact `CPU_INTERSECT_CHUNK` at a
     time (`_gate.where_active`), the others skip it.
     """
-    @traced_once
     def exact(operands):
-        return specialised_contact(config.specialised, *operands)[0]
+        return specialised_contact(config.specialised, *operands)[0].distance
 
-    overlapping = bound <= -resolution
-    decided = overlapping | (bound - margin > 2 * resolution)
-    placeholder = jax.tree_util.tree_map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype),
-                                         jax.eval_shape(exact, (pair, resolution)))
-    placeholder = dataclasses.replace(
-        placeholder, distance=bound,
-        status=jnp.where(overlapping, Status.INTERSECTING, Status.SEPARATED).astype(jnp.int32))
-    return where_active(~decided, exact, (pair, resolution), placeholder, CPU_INTERSECT_CHUNK)
+    decided = (bound <= -resolution) | (bound - margin > 2 * resolution)
+    distance = where_active(~decided, exact, (pair, resolution), bound, CPU_INTERSECT_CHUNK)
+    zeros, rows = jnp.zeros(3, bound.dtype), jnp.zeros((0, 3), bound.dtype)
+    simplex = padded_simplex(rows, rows, rows, rows, jnp.zeros(0, bound.dtype), jnp.zeros(0, bool))
+    return closed_contact(distance, zeros, simplex, zeros, zeros, NormalKind.FIXED)
 
 
 def core_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start, distance_upper_bound):
