@@ -13,9 +13,9 @@ from ._checks import check_array
 from ._colliders import check_half_spaces
 from ._contact import QueryMode
 from ._pose import Pose
-from ._result import Config, DistanceResult, Simplex, Status
+from ._result import Config, DistanceResult, Simplex
 from ._shapes import Shape
-from ._solve import solve
+from ._solve import overlaps
 from ._tangent import differentiable_query, differentiable_signed_rows
 
 
@@ -91,6 +91,4 @@ def intersect(a, pose_a, b, pose_b, *, config: Config | None = None):
     """Whether two convex shapes overlap or touch: () bool. GJK exits as soon as it finds a separating
     plane or an upper bound on the core distance within the margins. Invalid input gives False."""
     config = checked_config(config, a, pose_a, b, pose_b)
-    inputs = jax.lax.stop_gradient((a, pose_a, b, pose_b))
-    result = solve(config, QueryMode.INTERSECT, *inputs, None, None).result
-    return (result.status != Status.INVALID_INPUT) & (result.distance <= 0)
+    return overlaps(config, *jax.lax.stop_gradient((a, pose_a, b, pose_b)))

@@ -22,12 +22,12 @@ import jax.numpy as jnp
 from . import _scalar_pairs as scalar_pairs
 from ._checks import float_leaves
 from ._colliders import (
+    HALF_SPACE,
     bounded,
-    closed_contact,
+    core_kind,
     for_mode,
     is_half_space,
     packed_half_space_contact,
-    padded_simplex,
     separation_bound,
     specialised_contact,
 )
@@ -45,13 +45,14 @@ from ._result import STALLED_ACROSS, Config, DistanceResult, Simplex, Status
 from ._shapes import Shape
 from ._tolerance import (
     CPU_EPA_CHUNK,
+    CPU_GJK_CHUNK,
     CPU_INTERSECT_CHUNK,
     EPA_FLAT_GAP_ROUNDINGS,
     epsilon,
     float_dtype,
     touching_resolution,
 )
-from ._vector import computed_once, first_argmax, largest_abs, matmul, matvec, select, unit_vector
+from ._vector import computed_once, dot, first_argmax, largest_abs, matmul, matvec, select, unit_vector
 
 
 def cast(tree, dtype):
@@ -378,29 +379,6 @@ def world_result(config: Config, mode: QueryMode, prepared: Prepared, contact: C
     return result, jnp.where(is_valid, tangent_scale, 0).astype(dtype)
 
 
-def _decided_by_bound(config: Config, pair: RelativePair, bound, margin, resolution) -> Contact:
-    """The closed-form contact's distance of an `intersect` query, computed only where `bound` (a lower
-    bound of the cores' distance, `separation_bound`) does not decide it, else the bound; the statuses
-    follow its sign, as a closed form's, and the normal, points and simplex are zeros (`intersect`
-    reads the distance and status only).
-
-    `world_result` reads the cores as overlapping iff distance − margin ≤ `resolution`. A bound
-    within −`resolution` of 0 or below puts the cores' deepest separation below 0: they overlap. A
-    bound above the margin by twice `resolution` puts the exact distance, never below the bound, above
-    the margin by more than `resolution` (both allowances far above the bound's few roundings). Under
-    `vmap` the undecided pairs, the nearly touching ones, run the contact `CPU_INTERSECT_CHUNK` at a
-    time (`_gate.where_active`), the others skip it.
-    """
-    def exact(operands):
-        return specialised_contact(config.specialised, *operands)[0].distance
-
-    decided = (bound <= -resolution) | (bound - margin > 2 * resolution)
-    distance = where_active(~decided, exact, (pair, resolution), bound, CPU_INTERSECT_CHUNK)
-    zeros, rows = jnp.zeros(3, bound.dtype), jnp.zeros((0, 3), bound.dtype)
-    simplex = padded_simplex(rows, rows, rows, rows, jnp.zeros(0, bound.dtype), jnp.zeros(0, bool))
-    return closed_contact(distance, zeros, simplex, zeros, zeros, NormalKind.FIXED)
-
-
 def core_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start, distance_upper_bound):
     """The cores' contact before EPA, the `Prepared` the loops run on, and the normal's response.
 
@@ -408,12 +386,7 @@ def core_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start
     no refinement follow; its response (3, 3) world frame, or None), else GJK's (response None).
     """
     margin = prepared.shape_a.margin() + prepared.shape_b.margin()
-    resolution = touching_resolution(prepared.scale)
-    bound = separation_bound(config.specialised, prepared.pair) if mode is QueryMode.INTERSECT else None
-    if bound is not None and jax.default_backend() == "cpu":
-        contact = _decided_by_bound(config, prepared.pair, bound, margin, resolution)
-        return for_mode(contact, mode, margin, distance_upper_bound), None, None
-    specialised = specialised_contact(config.specialised, prepared.pair, resolution)
+    specialised = specialised_contact(config.specialised, prepared.pair, touching_resolution(prepared.scale))
     if specialised is not None:
         contact, response = specialised
         if response is not None:
@@ -457,6 +430,50 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, war
         else:
             contact = epa_contact(config, loops, contact)
     return finished(config, mode, prepared, loops, contact, response, distance_upper_bound)
+
+
+def overlaps(config: Config, shape_a, pose_a, shape_b, pose_b):
+    """`intersect`'s answer () bool for one pair: `solve`'s INTERSECT result is touching or overlapping,
+    for valid input.
+
+    On the CPU most pairs skip the solvers: a lower bound of the distance decides them. The bounding
+    spheres about the shapes' origins (`Shape.reach`; not for half-spaces, whose reach is 0) put
+    the shapes apart by at least ``|t| − reach_a − reach_b``, and two boxes' separating axes their
+    cores by at least the largest separation (`separation_bound`), which is also ≤ 0 iff the cores
+    overlap. `world_result` reads the shapes as apart iff their signed distance exceeds `resolution`
+    (`touching_resolution`); a bound above it by twice that, or cores deeper than it, decide the
+    answer beyond the bounds' few roundings. Under `vmap` the other pairs run the solvers, gathered
+    a group at a time (`_gate.where_active`, `CPU_INTERSECT_CHUNK` or `CPU_GJK_CHUNK`): in a batch of
+    far-apart pairs, the solvers do not run at all. Pairs with a half-space or of spheres and capsules
+    (`_scalar_pairs`) run their short closed forms without a bound.
+    """
+    def answer(result: DistanceResult):
+        return (result.status != Status.INVALID_INPUT) & (result.distance <= 0)
+
+    closed_half_space = HALF_SPACE in (core_kind(shape_a), core_kind(shape_b))  # no bound; cheap anyway
+    if scalar_pairs.handles(config, shape_a, shape_b) or closed_half_space or jax.default_backend() != "cpu":
+        return answer(solve(config, QueryMode.INTERSECT, shape_a, pose_a, shape_b, pose_b, None, None).result)
+    prepared = prepare(shape_a, pose_a, shape_b, pose_b)
+
+    def exact(prepared):
+        resolved = config.resolved(prepared.dtype)
+        contact, loops, response = core_contact(resolved, QueryMode.INTERSECT, prepared, None, None)
+        solution = finished(resolved, QueryMode.INTERSECT, prepared, loops, contact, response, None)
+        return answer(solution.result)
+
+    pair, resolution = prepared.pair, touching_resolution(prepared.scale)
+    bounded_shapes = ~is_half_space(prepared.shape_a) & ~is_half_space(prepared.shape_b)
+    offset = dot(unit_vector(pair.translation), pair.translation)  # |t|, at any scale
+    spheres_gap = offset - prepared.shape_a.reach() - prepared.shape_b.reach()
+    apart = bounded_shapes & (spheres_gap > 2 * resolution)
+    overlapping, capacity = jnp.zeros((), bool), CPU_GJK_CHUNK
+    cores_gap = separation_bound(config.specialised, pair)
+    if cores_gap is not None:
+        margin = prepared.shape_a.margin() + prepared.shape_b.margin()
+        apart = apart | (cores_gap - margin > 2 * resolution)
+        overlapping, capacity = cores_gap <= -resolution, CPU_INTERSECT_CHUNK
+    decided = computed_once(apart | overlapping)
+    return where_active(~decided, exact, prepared, prepared.is_valid & overlapping, capacity)
 
 
 def solve_signed_rows(config: Config, shapes_a, poses_a, shapes_b, poses_b, epa_capacity: int) -> Solution:

@@ -94,8 +94,9 @@ MAX_STEP = 0.25  # radians; a refinement step further than this is cut to it (a 
 CPU_EPA_CHUNK = 2048
 # ... and the pairs that an EPA phase leaves running, this many at a time into the next phase.
 CPU_EPA_TAIL_CHUNK = 256
-# On the CPU a vmapped `intersect` of two boxes runs their exact contact only on the pairs that their
-# separating axes leave undecided (within rounding of touching), this many at a time.
+# On the CPU a vmapped `intersect` runs the solvers only on the pairs that a bound of the distance leaves
+# undecided (`_solve.overlaps`): two boxes' exact contact (a closed form) this many at a time; the pairs
+# through GJK `CPU_GJK_CHUNK` at a time.
 CPU_INTERSECT_CHUNK = 256
 # On the CPU a vmapped GJK loop runs with the batch as its last axis in groups of this many lanes
 # (`_gjk._iterate`): a group's state stays in cache across its steps.

@@ -18,7 +18,8 @@ import pytest
 import jaxgjk as jg
 
 from .query_cases import three_queries
-from .sweep_cases import pose, sweeps
+from .shape_samples import PRIMITIVE_KINDS, random_shape
+from .sweep_cases import pose, rotation_about, sweeps
 
 DTYPES = [np.float64, np.float32]
 NUM_VERTICES = 16
@@ -154,3 +155,46 @@ def test_gaps_beyond_the_resolution_are_separated_with_their_value(dtype):
         error = np.abs(signed - gaps) / scale
         tolerance = 1e-4 if dtype == np.float32 else 1e-8
         assert np.all(error[resolved] <= tolerance), np.max(error[resolved])
+
+
+def _farthest_point(shape):
+    """A point (3,) of `shape` farthest from its local origin: the farthest of its support points along
+    the axes and 4 000 other directions (a corner, a rim point, an end of the longest axis, ...)."""
+    directions = np.concatenate([np.eye(3), -np.eye(3), np.random.default_rng(0).normal(size=(4000, 3))])
+    points = np.asarray(jax.vmap(shape.support)(jnp.asarray(directions)))
+    return points[np.argmax(np.linalg.norm(points, axis=1))]
+
+
+def _turning(vector, target):
+    """A quaternion (4,) turning the direction of `vector` (3,) onto the unit `target` (3,)."""
+    unit = vector / np.linalg.norm(vector)
+    axis = np.cross(unit, target)
+    if np.linalg.norm(axis) < 1e-9:  # parallel or opposite: any perpendicular axis
+        axis = np.cross(unit, np.eye(3)[np.argmin(np.abs(unit))])
+    return rotation_about(axis, np.arccos(np.clip(unit @ target, -1, 1)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_intersect_where_the_bounding_spheres_nearly_touch(dtype):
+    """`intersect` skips the solvers where the shapes' bounding spheres (`Shape.reach`) are apart by
+    more than twice the touching resolution. Each kind pair here has its two farthest points facing
+    each other, so the spheres' gap is the distance; at gaps of a few resolutions either side of
+    touching, `intersect` says what `signed_distance` ≤ 0 says."""
+    rng = np.random.default_rng(21)
+    x = np.eye(3)[0]
+    cases = []
+    for i, kind_a in enumerate(PRIMITIVE_KINDS):
+        for kind_b in PRIMITIVE_KINDS[i:]:
+            shape_a, shape_b = random_shape(kind_a, rng), random_shape(kind_b, rng)
+            reach = float(shape_a.reach()) + float(shape_b.reach())
+            resolution = 64 * np.finfo(dtype).eps * reach
+            rotation_a = _turning(_farthest_point(shape_a), x)
+            rotation_b = _turning(_farthest_point(shape_b), -x)
+            for gap in np.array([-3, -1, 0, 1, 1.5, 2, 2.5, 3, 5]) * resolution:
+                cases.append(dict(shape_a=shape_a, pose_a=pose(np.zeros(3), rotation_a), shape_b=shape_b,
+                                  pose_b=pose((reach + gap) * x, rotation_b)))
+    count = len(cases)
+    cases += [cases[-1]] * (len(_cases(dtype)[0]) - count)  # the module's one kernel size
+    signed, _, _, _, hits = (result[:count] for result in _run(cases, dtype))
+    assert np.sum(signed > 0) > 0.3 * count and np.sum(signed <= 0) > 0.3 * count
+    np.testing.assert_array_equal(hits, signed <= 0)
