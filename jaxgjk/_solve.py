@@ -436,16 +436,18 @@ def overlaps(config: Config, shape_a, pose_a, shape_b, pose_b):
     """`intersect`'s answer () bool for one pair: `solve`'s INTERSECT result is touching or overlapping,
     for valid input.
 
-    On the CPU most pairs skip the solvers: a lower bound of the distance decides them. The bounding
-    spheres about the shapes' origins (`Shape.reach`; not for half-spaces, whose reach is 0) put
-    the shapes apart by at least ``|t| − reach_a − reach_b``, and two boxes' separating axes their
-    cores by at least the largest separation (`separation_bound`), which is also ≤ 0 iff the cores
-    overlap. `world_result` reads the shapes as apart iff their signed distance exceeds `resolution`
-    (`touching_resolution`); a bound above it by twice that, or cores deeper than it, decide the
-    answer beyond the bounds' few roundings. Under `vmap` the other pairs run the solvers, gathered
-    a group at a time (`_gate.where_active`, `CPU_INTERSECT_CHUNK` or `CPU_GJK_CHUNK`): in a batch of
-    far-apart pairs, the solvers do not run at all. Pairs with a half-space or of spheres and capsules
-    (`_scalar_pairs`) run their short closed forms without a bound.
+    On the CPU most pairs skip the solvers: a lower bound of the distance decides them. Along the unit
+    u from A's origin to B's, the cores are apart by at least their separation ``min over D of u·x``
+    (one support point of each; GJK's first step, `_gjk._initial_state`, takes the same), and two
+    boxes by at least the largest separation over their separating axes (`separation_bound`), which
+    is also ≤ 0 iff they overlap. `world_result` reads the shapes as apart iff their signed distance
+    exceeds `resolution` (`touching_resolution`); a bound above the margins by twice that, or cores
+    deeper than it, decide the answer beyond the bounds' few roundings. Half-spaces have no bounded
+    support: their pairs (and packed lanes) are not decided so. Under `vmap` the other pairs run the
+    solvers, gathered a group at a time (`_gate.where_active`, `CPU_INTERSECT_CHUNK` or
+    `CPU_GJK_CHUNK`): in a batch of apart pairs, the solvers may not run at all. Pairs with a
+    half-space or of spheres and capsules (`_scalar_pairs`) run their short closed forms without a
+    bound.
     """
     def answer(result: DistanceResult):
         return (result.status != Status.INVALID_INPUT) & (result.distance <= 0)
@@ -462,16 +464,17 @@ def overlaps(config: Config, shape_a, pose_a, shape_b, pose_b):
         return answer(solution.result)
 
     pair, resolution = prepared.pair, touching_resolution(prepared.scale)
+    margin = prepared.shape_a.margin() + prepared.shape_b.margin()
     bounded_shapes = ~is_half_space(prepared.shape_a) & ~is_half_space(prepared.shape_b)
-    offset = dot(unit_vector(pair.translation), pair.translation)  # |t|, at any scale
-    spheres_gap = offset - prepared.shape_a.reach() - prepared.shape_b.reach()
-    apart = bounded_shapes & (spheres_gap > 2 * resolution)
+    along = unit_vector(pair.translation)
+    along = jnp.where(jnp.any(along != 0), along, jnp.eye(3, dtype=along.dtype)[0])
+    centres_gap = dot(along, bounded(pair).support(-along, packed_once=True).point)
+    apart = bounded_shapes & (centres_gap - margin > 2 * resolution)
     overlapping, capacity = jnp.zeros((), bool), CPU_GJK_CHUNK
-    cores_gap = separation_bound(config.specialised, pair)
-    if cores_gap is not None:
-        margin = prepared.shape_a.margin() + prepared.shape_b.margin()
-        apart = apart | (cores_gap - margin > 2 * resolution)
-        overlapping, capacity = cores_gap <= -resolution, CPU_INTERSECT_CHUNK
+    axes_gap = separation_bound(config.specialised, pair)
+    if axes_gap is not None:
+        apart = apart | (axes_gap - margin > 2 * resolution)
+        overlapping, capacity = axes_gap <= -resolution, CPU_INTERSECT_CHUNK
     decided = computed_once(apart | overlapping)
     return where_active(~decided, exact, prepared, prepared.is_valid & overlapping, capacity)
 

@@ -175,11 +175,12 @@ def _turning(vector, target):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_intersect_where_the_bounding_spheres_nearly_touch(dtype):
-    """`intersect` skips the solvers where the shapes' bounding spheres (`Shape.reach`) are apart by
-    more than twice the touching resolution. Each kind pair here has its two farthest points facing
-    each other, so the spheres' gap is the distance; at gaps of a few resolutions either side of
-    touching, `intersect` says what `signed_distance` ≤ 0 says."""
+def test_intersect_where_the_separation_along_the_centres_nearly_touches(dtype):
+    """`intersect` skips the solvers where the shapes' separation along the line of their centres (one
+    support point each) exceeds twice the touching resolution. Each kind pair here has its two points
+    farthest from the centres facing each other on that line, so that separation is the distance (and
+    the bounding spheres' gap); at gaps of a few resolutions either side of touching, `intersect` says
+    what `signed_distance` ≤ 0 says."""
     rng = np.random.default_rng(21)
     x = np.eye(3)[0]
     cases = []
