@@ -310,6 +310,13 @@ def specialised_contact(specialised: bool, pair: RelativePair, resolution):
     return contact, None
 
 
+def has_solver(specialised: bool, shape_a: Shape, shape_b: Shape) -> bool:
+    """Whether `specialised_contact` solves the pair of these shapes' kinds in closed form (trace
+    time): a half-space with anything, and the kinds of `_solvers` where `specialised`."""
+    kinds = core_kind(shape_a), core_kind(shape_b)
+    return HALF_SPACE in kinds or (specialised and (kinds in _solvers() or kinds[::-1] in _solvers()))
+
+
 def separation_bound(specialised: bool, pair: RelativePair):
     """A lower bound () of the cores' distance that is > 0 iff they are apart, cheaper than their
     contact and never above the distance that `specialised_contact` gives, or None where the pair's

@@ -22,10 +22,11 @@ import jax.numpy as jnp
 from . import _scalar_pairs as scalar_pairs
 from ._checks import float_leaves
 from ._colliders import (
-    HALF_SPACE,
+    BOX,
     bounded,
     core_kind,
     for_mode,
+    has_solver,
     is_half_space,
     packed_half_space_contact,
     separation_bound,
@@ -445,15 +446,17 @@ def overlaps(config: Config, shape_a, pose_a, shape_b, pose_b):
     deeper than it, decide the answer beyond the bounds' few roundings. Half-spaces have no bounded
     support: their pairs (and packed lanes) are not decided so. Under `vmap` the other pairs run the
     solvers, gathered a group at a time (`_gate.where_active`, `CPU_INTERSECT_CHUNK` or
-    `CPU_GJK_CHUNK`): in a batch of apart pairs, the solvers may not run at all. Pairs with a
-    half-space or of spheres and capsules (`_scalar_pairs`) run their short closed forms without a
-    bound.
+    `CPU_GJK_CHUNK`): in a batch of apart pairs, the solvers may not run at all. The other closed
+    forms (`_scalar_pairs`, `has_solver`) run on every pair, without a bound.
     """
     def answer(result: DistanceResult):
         return (result.status != Status.INVALID_INPUT) & (result.distance <= 0)
 
-    closed_half_space = HALF_SPACE in (core_kind(shape_a), core_kind(shape_b))  # no bound; cheap anyway
-    if scalar_pairs.handles(config, shape_a, shape_b) or closed_half_space or jax.default_backend() != "cpu":
+    # The closed forms but two boxes' cost less than gathering the pairs that a bound leaves undecided.
+    boxes = config.specialised and (core_kind(shape_a), core_kind(shape_b)) == (BOX, BOX)
+    closed_form = (scalar_pairs.handles(config, shape_a, shape_b)
+                   or has_solver(config.specialised, shape_a, shape_b))
+    if (closed_form and not boxes) or jax.default_backend() != "cpu":
         return answer(solve(config, QueryMode.INTERSECT, shape_a, pose_a, shape_b, pose_b, None, None).result)
     prepared = prepare(shape_a, pose_a, shape_b, pose_b)
 
