@@ -89,6 +89,7 @@ def signed_distance_rows(shapes_a, poses_a, shapes_b, poses_b, *, config: Config
 
 def intersect(a, pose_a, b, pose_b, *, config: Config | None = None):
     """Whether two convex shapes overlap or touch: () bool. GJK exits as soon as it finds a separating
-    plane or an upper bound on the core distance within the margins. Invalid input gives False."""
+    plane or an upper bound on the core distance within the margins; on the CPU a lower bound of the
+    distance decides most pairs before it (`_solve.overlaps`). Invalid input gives False."""
     config = checked_config(config, a, pose_a, b, pose_b)
     return overlaps(config, *jax.lax.stop_gradient((a, pose_a, b, pose_b)))
