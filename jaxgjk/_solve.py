@@ -22,9 +22,7 @@ import jax.numpy as jnp
 from . import _scalar_pairs as scalar_pairs
 from ._checks import float_leaves
 from ._colliders import (
-    BOX,
     bounded,
-    core_kind,
     for_mode,
     has_solver,
     is_half_space,
@@ -452,13 +450,13 @@ def overlaps(config: Config, shape_a, pose_a, shape_b, pose_b):
     def answer(result: DistanceResult):
         return (result.status != Status.INVALID_INPUT) & (result.distance <= 0)
 
+    prepared = prepare(shape_a, pose_a, shape_b, pose_b)
+    axes_gap = separation_bound(config.specialised, prepared.pair)
     # The closed forms but two boxes' cost less than gathering the pairs that a bound leaves undecided.
-    boxes = config.specialised and (core_kind(shape_a), core_kind(shape_b)) == (BOX, BOX)
     closed_form = (scalar_pairs.handles(config, shape_a, shape_b)
                    or has_solver(config.specialised, shape_a, shape_b))
-    if (closed_form and not boxes) or jax.default_backend() != "cpu":
+    if (closed_form and axes_gap is None) or jax.default_backend() != "cpu":
         return answer(solve(config, QueryMode.INTERSECT, shape_a, pose_a, shape_b, pose_b, None, None).result)
-    prepared = prepare(shape_a, pose_a, shape_b, pose_b)
 
     def exact(prepared):
         resolved = config.resolved(prepared.dtype)
@@ -474,7 +472,6 @@ def overlaps(config: Config, shape_a, pose_a, shape_b, pose_b):
     centres_gap = dot(along, bounded(pair).support(-along, packed_once=True).point)
     apart = bounded_shapes & (centres_gap - margin > 2 * resolution)
     overlapping, capacity = jnp.zeros((), bool), CPU_GJK_CHUNK
-    axes_gap = separation_bound(config.specialised, pair)
     if axes_gap is not None:
         apart = apart | (axes_gap - margin > 2 * resolution)
         overlapping, capacity = axes_gap <= -resolution, CPU_INTERSECT_CHUNK
