@@ -109,19 +109,39 @@ def pairs(mode, per_kind_pair, seed):
     return cases
 
 
-def stacked(cases, dtype):
-    """Packed shapes and stacked poses (leading axis: cases) of `dtype`."""
-    num_vertices = max([np.shape(c[k].vertices)[0] for c in cases for k in ("shape_a", "shape_b")
-                        if isinstance(c[k], jg.Polytope)], default=1)
+QUERIES = jax.jit(jax.vmap(three_queries))
+CHUNK = 256  # pairs per call of QUERIES
+NUM_VERTICES = 64  # every batch's padded vertex count (the largest polytope of the cases: 56)
+_FILLER = dict(shape_a=jg.Sphere(1.0), pose_a=jg.Pose.from_translation(np.zeros(3)),
+               shape_b=jg.Sphere(1.0), pose_b=jg.Pose.from_translation(np.array([3.0, 0.0, 0.0])))
 
-    def poses(key):
-        return jax.tree_util.tree_map(
-            lambda *leaves: jnp.asarray(np.stack(leaves), dtype), *[c[key] for c in cases])
 
-    return (jg.pack([c["shape_a"] for c in cases], num_vertices=num_vertices, dtype=dtype),
-            poses("pose_a"),
-            jg.pack([c["shape_b"] for c in cases], num_vertices=num_vertices, dtype=dtype),
-            poses("pose_b"))
+def run_three_queries(cases, dtype):
+    """`three_queries` on every case (dicts with shape_a, pose_a, shape_b, pose_b): the signed distance,
+    distance and intersect results as NumPy arrays (leading axis: cases).
+
+    The cases run as `Packed` batches of every kind (`Packed.KINDS`, `NUM_VERTICES`) of `CHUNK` pairs,
+    the last one padded with a separated pair of spheres, so that one compiled program per dtype
+    serves every test module that calls this: the run's persistent compilation cache (conftest.py)
+    hands it to the modules after the first, as the general path's program takes a minute to compile."""
+    padded = list(cases) + [_FILLER] * (-len(cases) % CHUNK)
+    outputs = []
+    for start in range(0, len(padded), CHUNK):
+        chunk = padded[start:start + CHUNK]
+
+        def shapes(key, chunk=chunk):
+            return jg.pack([c[key] for c in chunk], num_vertices=NUM_VERTICES, dtype=dtype,
+                           kinds=jg.Packed.KINDS)
+
+        def poses(key, chunk=chunk):
+            return jax.tree_util.tree_map(
+                lambda *leaves: jnp.asarray(np.stack([np.asarray(leaf, np.float64) for leaf in leaves]),
+                                            dtype), *[c[key] for c in chunk])
+
+        outputs.append(jax.device_get(QUERIES(shapes("shape_a"), poses("pose_a"), shapes("shape_b"),
+                                              poses("pose_b"))))
+    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *outputs)
+    return jax.tree_util.tree_map(lambda leaf: leaf[:len(cases)], joined)
 
 
 def tolerance(case, dtype):

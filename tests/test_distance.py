@@ -9,16 +9,7 @@ import pytest
 import jaxgjk as jg
 from jaxgjk.reference import support_function
 
-from .query_cases import pairs, stacked, tolerance
-
-DISTANCE = jax.jit(jax.vmap(jg.distance))
-# Float64: both queries on every case in one program, run once (a program per query and batch size
-# costs a compile of its own).
-DISTANCE_AND_INTERSECT = jax.jit(jax.vmap(lambda *pair: (jg.distance(*pair), jg.intersect(*pair))))
-
-
-def run(query, cases, dtype):
-    return jax.tree_util.tree_map(np.asarray, query(*stacked(cases, dtype)))
+from .query_cases import pairs, run_three_queries, tolerance
 
 
 def all_separated():
@@ -32,14 +23,15 @@ def all_penetrating():
 @functools.cache
 def float64_results():
     """`distance` and `intersect` (float64) of the separated cases, then the penetrating ones."""
-    return run(DISTANCE_AND_INTERSECT, all_separated() + all_penetrating(), np.float64)
+    _, unsigned, hits = run_three_queries(all_separated() + all_penetrating(), np.float64)
+    return unsigned, hits
 
 
 def distances(dtype, penetrating=False):
     """`distance` of the separated (or the penetrating) cases."""
     if dtype == np.float32:
         assert not penetrating
-        return run(DISTANCE, all_separated(), dtype)
+        return run_three_queries(all_separated(), dtype)[1]
     count = len(all_separated())
     part = slice(count, None) if penetrating else slice(0, count)
     return jax.tree_util.tree_map(lambda leaf: leaf[part], float64_results()[0])

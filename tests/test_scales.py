@@ -3,16 +3,15 @@ relative accuracy — float32 from 1e-12 to 1e12, float64 from 1e-30 to 1e30 —
 Every length-squaring step works in units of a power of two near its own size (exact rescaling), so
 the 4th powers inside GJK's signed volumes and EPA's face normals stay within the float range."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxgjk as jg
 
+from .query_cases import run_three_queries
 from .shape_samples import random_rotation
 
-SIGNED = jax.jit(jax.vmap(jg.signed_distance))
 SCALES = {np.float32: (1e-12, 1e-9, 1e-6, 1e-3, 1.0, 1e3, 1e6, 1e9, 1e12),
           np.float64: (1e-30, 1e-9, 1.0, 1e9, 1e30)}
 TOLERANCE = {np.float32: 1e-4, np.float64: 1e-8}  # × size; EPA on the ellipsoids dominates in float64
@@ -62,13 +61,12 @@ def shapes_of(kind, size_a, radius_b, scale):
 def test_accuracy_holds_across_scales(dtype, rng):
     rows = cases(rng)
     batch = [(scale, row) for scale in SCALES[dtype] for row in rows]
-    shapes_a, shapes_b = zip(*[shapes_of(row[0], row[1], row[2], scale) for scale, row in batch],
-                             strict=True)
-    pose_a = jg.Pose(jnp.asarray(np.array([row[3] * scale for scale, row in batch]), dtype),
-                     jnp.asarray(np.array([row[4] for _, row in batch]), dtype))
-    pose_b = jg.Pose(jnp.asarray(np.array([row[5] * scale for scale, row in batch]), dtype),
-                     jnp.asarray(np.tile([1.0, 0, 0, 0], (len(batch), 1)), dtype))
-    result = SIGNED(jg.pack(shapes_a, dtype=dtype), pose_a, jg.pack(shapes_b, dtype=dtype), pose_b)
+    pairs = []
+    for scale, row in batch:
+        shape_a, shape_b = shapes_of(row[0], row[1], row[2], scale)
+        pairs.append(dict(shape_a=shape_a, pose_a=jg.Pose(row[3] * scale, row[4]), shape_b=shape_b,
+                          pose_b=jg.Pose(row[5] * scale, np.array([1.0, 0, 0, 0]))))
+    result = run_three_queries(pairs, dtype)[0]
     scales = np.array([scale for scale, _ in batch])
     expected = np.array([row[6] for _, row in batch]) * scales
     errors = np.abs(np.asarray(result.distance, np.float64) - expected) / scales

@@ -2,8 +2,8 @@
 curved shapes, the output contract on penetrating pairs, continuity through contact, degenerate shapes
 and invalid input.
 
-All queries go through one jitted, vmapped kernel per dtype: cases of mixed kinds are packed
-(`jg.pack`, 64 vertex slots) in fixed-size chunks, so every test reuses the same compiled function.
+All queries go through one jitted, vmapped kernel per dtype, shared with other modules: cases of mixed
+kinds are packed (`jg.pack`, 64 vertex slots) in fixed-size chunks (`query_cases.run_three_queries`).
 """
 
 import functools
@@ -17,7 +17,7 @@ import pytest
 import jaxgjk as jg
 from jaxgjk.reference import support_function
 
-from .query_cases import is_polyhedral, pairs, reference, tolerance
+from .query_cases import is_polyhedral, pairs, reference, run_three_queries, tolerance
 from .shape_samples import random_rotation
 from .sweep_cases import case as make_case
 from .sweep_cases import (
@@ -31,38 +31,13 @@ from .sweep_cases import (
     sweeps,
 )
 
-SIGNED = jax.jit(jax.vmap(jg.signed_distance))
-CHUNK = 128
-NUM_VERTICES = 64
 DTYPES = [np.float64, np.float32]
 POLYTOPE_KINDS = ("box", "polytope", "flat_box", "needle_box", "flat_polytope", "coplanar_cube")
-_FILLER = dict(shape_a=jg.Sphere(jnp.asarray(1.0)), pose_a=pose(np.zeros(3)),
-               shape_b=jg.Sphere(jnp.asarray(1.0)), pose_b=pose([3.0, 0.0, 0.0]))
 
 
 def run(cases, dtype):
-    """`signed_distance` on every case (NumPy results), in chunks of CHUNK padded with a cheap
-    separated pair, so that one compiled kernel per dtype serves every test."""
-    padded = list(cases) + [_FILLER] * (-len(cases) % CHUNK)
-    outputs = []
-    for start in range(0, len(padded), CHUNK):
-        chunk = padded[start:start + CHUNK]
-
-        def shapes(key, chunk=chunk):
-            return jg.pack([c[key] for c in chunk], num_vertices=NUM_VERTICES, dtype=dtype,
-                           kinds=jg.Packed.KINDS)
-
-        def poses(key, chunk=chunk):
-            return jg.Pose(
-                jnp.asarray(np.stack([np.asarray(c[key].translation, np.float64) for c in chunk]),
-                            dtype),
-                jnp.asarray(np.stack([np.asarray(c[key].rotation, np.float64) for c in chunk]),
-                            dtype))
-
-        result = SIGNED(shapes("shape_a"), poses("pose_a"), shapes("shape_b"), poses("pose_b"))
-        outputs.append(jax.tree_util.tree_map(np.asarray, result))
-    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *outputs)
-    return jax.tree_util.tree_map(lambda leaf: leaf[:len(cases)], joined)
+    """`signed_distance` on every case (NumPy results): `run_three_queries`' shared program."""
+    return run_three_queries(cases, dtype)[0]
 
 
 @functools.cache

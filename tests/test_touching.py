@@ -17,13 +17,11 @@ import pytest
 
 import jaxgjk as jg
 
-from .query_cases import three_queries
+from .query_cases import run_three_queries
 from .shape_samples import PRIMITIVE_KINDS, random_shape
 from .sweep_cases import pose, rotation_about, sweeps
 
 DTYPES = [np.float64, np.float32]
-NUM_VERTICES = 16
-QUERIES = jax.jit(jax.vmap(three_queries))  # one program (packed: a fifth less compile time than three)
 GAPS = {np.float64: 10.0 ** -np.arange(3, 16), np.float32: 10.0 ** -np.arange(3, 7)}
 # The smallest gap (× the scale, `_scales`) whose sign every kind pair gets right (measured: the largest
 # wrong one 9.7e-15 float64, 9.1e-6 float32): a distance within 64 roundings of the pair's scale is
@@ -51,17 +49,9 @@ def _stacked_poses(cases, key, dtype=np.float64):
                    jnp.asarray(np.stack([np.asarray(c[key].rotation) for c in cases]), dtype))
 
 
-def _batch(cases, dtype):
-    def shapes(key):
-        return jg.pack([c[key] for c in cases], num_vertices=NUM_VERTICES, dtype=dtype)
-
-    return (shapes("shape_a"), _stacked_poses(cases, "pose_a", dtype), shapes("shape_b"),
-            _stacked_poses(cases, "pose_b", dtype))
-
-
 def _run(cases, dtype):
     """The three queries on every case: (signed, status, distance, distance status, intersect)."""
-    signed, unsigned, hits = QUERIES(*_batch(cases, dtype))
+    signed, unsigned, hits = run_three_queries(cases, dtype)
     return (np.asarray(signed.distance, np.float64), np.asarray(signed.status),
             np.asarray(unsigned.distance, np.float64), np.asarray(unsigned.status), np.asarray(hits))
 
@@ -195,7 +185,6 @@ def test_intersect_where_the_separation_along_the_centres_nearly_touches(dtype):
                 cases.append(dict(shape_a=shape_a, pose_a=pose(np.zeros(3), rotation_a), shape_b=shape_b,
                                   pose_b=pose((reach + gap) * x, rotation_b)))
     count = len(cases)
-    cases += [cases[-1]] * (len(_cases(dtype)[0]) - count)  # the module's one kernel size
-    signed, _, _, _, hits = (result[:count] for result in _run(cases, dtype))
+    signed, _, _, _, hits = _run(cases, dtype)
     assert np.sum(signed > 0) > 0.3 * count and np.sum(signed <= 0) > 0.3 * count
     np.testing.assert_array_equal(hits, signed <= 0)
