@@ -5,10 +5,10 @@ forms for contacts built to touch (face–face, edge–face, corner–face, edge
 ±1e-3 of the size), the general GJK/EPA path, support functions written out in NumPy (witness
 certificates), and float64 central differences of the distance.
 
-Every batch runs in chunks of `CHUNK` pairs through module-level kernels, so each kernel compiles once.
+Every batch runs in chunks of `CHUNK` pairs through module-level kernels, so each kernel compiles once;
+the general path's through the tests' shared program (`query_cases.run_three_queries`).
 """
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -18,14 +18,11 @@ import pytest
 import jaxgjk as jg
 from jaxgjk.reference import pose_arrays, quaternion_to_matrix, signed_distance_polytopes, support_function
 
+from .query_cases import run_three_queries
 from .shape_samples import random_rotation
 
 CHUNK = 64
 SIGNED = jax.jit(jax.vmap(jg.signed_distance))
-GENERAL = jax.jit(jax.vmap(functools.partial(jg.signed_distance, config=jg.Config(specialised=False))))
-# The general path's rows hold `jg.Packed` shapes of these kinds, so that box–box and capsule–box share
-# one compiled kernel (a typed one per kind pair costs a compile of its own, ~20 s here).
-GENERAL_KINDS = (jg.Capsule, jg.Box)
 
 
 def _distance(shape_a, pose_a, shape_b, pose_b):
@@ -59,11 +56,6 @@ def stack(rows, dtype=np.float64):
         return jnp.asarray(stacked, dtype if np.issubdtype(stacked.dtype, np.floating) else None)
 
     return jax.tree_util.tree_map(leaf, *rows)
-
-
-def packed(shape):
-    """`shape` as one (unbatched) row of a `jg.Packed` batch of `GENERAL_KINDS`."""
-    return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[0], jg.pack([shape], kinds=GENERAL_KINDS))
 
 
 def run(kernel, rows, dtype=np.float64):
@@ -308,8 +300,9 @@ def test_random_pairs_match_the_hull_and_gjk_epa(kinds, rng):
     rows = random_box_pairs(rng, 128, FIRST_SHAPES[kinds])
     result = run(SIGNED, rows)
     references = check_contract(rows, result, np.float64)
-    general = run(GENERAL, [(packed(shape_a), pose_a, packed(shape_b), pose_b)
-                            for shape_a, pose_a, shape_b, pose_b in rows])
+    # The general path (GJK/EPA), on packed batches: the tests' shared program (`run_three_queries`).
+    general = run_three_queries([dict(shape_a=shape_a, pose_a=pose_a, shape_b=shape_b, pose_b=pose_b)
+                                 for shape_a, pose_a, shape_b, pose_b in rows], np.float64)[0]
     sizes = np.array([max(size_of(r[0]), size_of(r[2])) for r in rows])
     assert np.max(np.abs(result.distance - general.distance) / sizes) <= 1e-9
     # Generic poses: the normal is unique (the closest direction, or the nearest facet's).
