@@ -23,6 +23,7 @@ import numpy as np
 
 from ._contact import NormalKind
 from ._packed import on_both
+from ._pose import unit_quaternion_components
 from ._result import DistanceResult, Simplex
 from ._scalars import Rotation, Vec3
 from ._simplex import face_weights
@@ -38,25 +39,41 @@ def _used_first(simplex: Simplex):
     return order, simplex.mask[order]
 
 
-def _simplex_points(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, order):
-    """World support points (4, 3) of A's and B's cores along the simplex's directions, in `order`
-    (`_used_first`), unused slots repeating the first."""
+def _simplex_supports(shape_a, shape_b, simplex: Simplex, order):
+    """Support points (4, 3) of A's and B's cores along the simplex's directions, each in its body's
+    frame, in `order` (`_used_first`), unused slots repeating the first."""
     mask = simplex.mask[order]
 
-    def support_points(shape, pose, directions, hints):
+    def support_points(shape, directions, hints):
         # The simplex's own points as hints: its directions may expose a whole edge or face.
         directions, hints = directions[order], hints[order]
         directions = jnp.where(mask[:, None], directions, directions[0])
         hints = jnp.where(mask[:, None], hints, hints[0])
-        # Slot by slot, not vmapped, and rotated on the matrix's entries as scalars (`_scalars`):
-        # reverse mode then sums the slots' cotangents of the pose with adds, where a vmap's broadcast
-        # transposes to a short reduction and a matrix's column slices to pads (slow on XLA:CPU).
-        rotation = Rotation.of_unit_quaternion(*pose.unit_rotation())
-        return jnp.stack([rotation.apply(Vec3.of(shape.core_support_near(direction, hint))).array()
-                          + pose.translation for direction, hint in zip(directions, hints, strict=True)])
+        return jnp.stack([shape.core_support_near(direction, hint)
+                          for direction, hint in zip(directions, hints, strict=True)])
 
-    return on_both(support_points, shape_a, (pose_a, simplex.directions_a, simplex.points_a),
-                   shape_b, (pose_b, simplex.directions_b, simplex.points_b))
+    return on_both(support_points, shape_a, (simplex.directions_a, simplex.points_a),
+                   shape_b, (simplex.directions_b, simplex.points_b))
+
+
+def _rotation(pose) -> Rotation:
+    """The pose's rotation on the matrix's entries as scalars (`_scalars`): reverse mode then sums the
+    cotangents of its readers with adds, where a matrix's column slices transpose to pads (slow on
+    XLA:CPU)."""
+    return Rotation.of_unit_quaternion(*unit_quaternion_components(pose.rotation))
+
+
+def _placed(rotation: Rotation, translation, local_points):
+    """World points (k, 3) of body-frame points (k, 3), slot by slot, not vmapped (`_rotation`)."""
+    return jnp.stack([rotation.apply(Vec3.of(point)).array() + translation for point in local_points])
+
+
+def _simplex_points(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, order):
+    """World support points (4, 3) of A's and B's cores along the simplex's directions, in `order`
+    (`_used_first`), unused slots repeating the first."""
+    local_a, local_b = _simplex_supports(shape_a, shape_b, simplex, order)
+    return (_placed(_rotation(pose_a), pose_a.translation, local_a),
+            _placed(_rotation(pose_b), pose_b.translation, local_b))
 
 
 def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
@@ -70,7 +87,10 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     along it, sliding over the curved surfaces. `response` None: no smooth contact is possible.
     """
     order, mask = _used_first(simplex)
-    points_a, points_b = _simplex_points(shape_a, pose_a, shape_b, pose_b, simplex, order)
+    local_a, local_b = _simplex_supports(shape_a, shape_b, simplex, order)
+    rotation_a, rotation_b = _rotation(pose_a), _rotation(pose_b)
+    points_a = _placed(rotation_a, pose_a.translation, local_a)
+    points_b = _placed(rotation_b, pose_b.translation, local_b)
     differences = points_b - points_a
     weights = face_weights(differences, mask)
     point_a, point_b = rmatvec(points_a, weights), rmatvec(points_b, weights)
@@ -104,7 +124,12 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     # every active vertex and the weights sum to 1), so it adds nothing, and a gradient of the
     # distance alone then skips `face_weights` and the normal.
     held = simplex.weights[order]
-    distance = dot(normal, rmatvec(differences, held)) - margin_a - margin_b
+    # Each body's held point placed once (its slots combined in the body's frame): a gradient of the
+    # distance alone then rotates one point per body, not one per slot.
+    held_a, held_b = (_placed(rotation, jnp.sum(held) * translation, rmatvec(local, held)[None])[0]
+                      for local, rotation, translation in ((local_a, rotation_a, pose_a.translation),
+                                                           (local_b, rotation_b, pose_b.translation)))
+    distance = dot(normal, held_b - held_a) - margin_a - margin_b
     return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,
             moving_normal)
 
