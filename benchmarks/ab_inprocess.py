@@ -46,13 +46,14 @@ def base_package(revision: str, directory: str):
     return importlib.import_module("jaxgjk_base")
 
 
-def kernel(module, query: str):
-    """The batched `query` of `module` (a jaxgjk package) over pairs, jitted."""
+def kernel(module, query: str, in_axes=0):
+    """The batched `query` of `module` (a jaxgjk package) over pairs, jitted; `in_axes` as `jax.vmap`'s
+    (`run.jaxgjk_batched`'s: a polytope's mesh is shared by every pair)."""
     if query != "value_and_grad":
-        return jax.jit(jax.vmap(getattr(module, query)))
+        return jax.jit(jax.vmap(getattr(module, query), in_axes=in_axes))
 
     def value_and_grad(shape_a, pose_a, shape_b, pose_b):
-        batched = jax.vmap(module.signed_distance)
+        batched = jax.vmap(module.signed_distance, in_axes=in_axes)
         return jax.value_and_grad(lambda pose: batched(shape_a, pose_a, shape_b, pose).distance.sum())(pose_b)
 
     return jax.jit(value_and_grad)
@@ -85,7 +86,7 @@ def main():
         for name, module, operands in (("base", base, tuple(in_module(x, base) for x in inputs)),
                                        ("tree", jaxgjk, inputs)):
             start = time.perf_counter()
-            compiled = kernel(module, args.query).lower(*operands).compile()
+            compiled = kernel(module, args.query, R.jaxgjk_in_axes(batch)).lower(*operands).compile()
             versions[name] = (compiled, operands, time.perf_counter() - start)
         best = dict.fromkeys(versions, np.inf)
         for _ in range(args.rounds):

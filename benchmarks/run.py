@@ -123,6 +123,12 @@ def jaxgjk_args(case: C.Case, idx: np.ndarray, dtype: str) -> tuple:
     return C.jaxgjk_pairs(C.subset(case, idx), lambda value: jnp.asarray(value, dtype))
 
 
+def jaxgjk_in_axes(case: C.Case) -> tuple:
+    """`jax.vmap`'s in_axes for `jaxgjk_args`' (shape_a, pose_a, shape_b, pose_b): shared shapes None."""
+    return (None if case.shape_a in C.UNBATCHED_SHAPES else 0, 0,
+            None if case.shape_b in C.UNBATCHED_SHAPES else 0, 0)
+
+
 def jaxgjk_batched(case: C.Case, query: str):
     """The batched query over pairs: f(shape_a, pose_a, shape_b, pose_b), to be jitted.
 
@@ -133,8 +139,7 @@ def jaxgjk_batched(case: C.Case, query: str):
 
     import jaxgjk as jg
 
-    in_axes = (None if case.shape_a in C.UNBATCHED_SHAPES else 0, 0,
-               None if case.shape_b in C.UNBATCHED_SHAPES else 0, 0)
+    in_axes = jaxgjk_in_axes(case)
     if query == "value_and_grad":
         sd = jax.vmap(jg.signed_distance, in_axes=in_axes)
 
