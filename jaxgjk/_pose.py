@@ -34,18 +34,6 @@ def normalized_quaternion(rotation):
     return rotation_safe / norm_safe, is_valid[..., 0]
 
 
-def unit_quaternion_components(rotation):
-    """The components (w, x, y, z) of `normalized_quaternion(rotation)[0]`, one array (...) each, for
-    readers that take the rotation apart (a `Rotation` of scalars): reverse mode then adds their
-    cotangents instead of padding slices of a (..., 4) array (a closed-form pair's `value_and_grad`)."""
-    w, x, y, z = (rotation[..., i] for i in range(4))
-    norm_sq = w * w + x * x + y * y + z * z
-    is_valid = (norm_sq > tiny(rotation.dtype)) & jnp.isfinite(norm_sq)
-    norm_safe = jnp.sqrt(jnp.where(is_valid, norm_sq, 1))  # double where, as there
-    return tuple(jnp.where(is_valid, component, float(i == 0)) / norm_safe
-                 for i, component in enumerate((w, x, y, z)))
-
-
 def quaternion_to_matrix(quaternion):
     """Rotation matrix (..., 3, 3) of a unit quaternion (..., 4) in (w, x, y, z) order."""
     w, x, y, z = (quaternion[..., i] for i in range(4))

@@ -23,7 +23,6 @@ import numpy as np
 
 from ._contact import NormalKind
 from ._packed import on_both
-from ._pose import unit_quaternion_components
 from ._result import DistanceResult, Simplex
 from ._scalars import Rotation, Vec3
 from ._simplex import face_weights
@@ -60,12 +59,17 @@ def _rotation(pose) -> Rotation:
     """The pose's rotation on the matrix's entries as scalars (`_scalars`): reverse mode then sums the
     cotangents of its readers with adds, where a matrix's column slices transpose to pads (slow on
     XLA:CPU)."""
-    return Rotation.of_unit_quaternion(*unit_quaternion_components(pose.rotation))
+    return Rotation.of_unit_quaternion(*pose.unit_rotation())
+
+
+def _place(rotation: Rotation, translation, local_point):
+    """The world point (3,) of a body-frame point (3,)."""
+    return rotation.apply(Vec3.of(local_point)).array() + translation
 
 
 def _placed(rotation: Rotation, translation, local_points):
     """World points (k, 3) of body-frame points (k, 3), slot by slot, not vmapped (`_rotation`)."""
-    return jnp.stack([rotation.apply(Vec3.of(point)).array() + translation for point in local_points])
+    return jnp.stack([_place(rotation, translation, point) for point in local_points])
 
 
 def _simplex_points(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, order):
@@ -126,9 +130,8 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     held = simplex.weights[order]
     # Each body's held point placed once (its slots combined in the body's frame): a gradient of the
     # distance alone then rotates one point per body, not one per slot.
-    held_a, held_b = (_placed(rotation, jnp.sum(held) * translation, rmatvec(local, held)[None])[0]
-                      for local, rotation, translation in ((local_a, rotation_a, pose_a.translation),
-                                                           (local_b, rotation_b, pose_b.translation)))
+    held_a = _place(rotation_a, jnp.sum(held) * pose_a.translation, rmatvec(local_a, held))
+    held_b = _place(rotation_b, jnp.sum(held) * pose_b.translation, rmatvec(local_b, held))
     distance = dot(normal, held_b - held_a) - margin_a - margin_b
     return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,
             moving_normal)
