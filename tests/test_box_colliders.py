@@ -9,7 +9,6 @@ Every batch runs in chunks of `CHUNK` pairs through module-level kernels, so eac
 the general path's through the tests' shared program (`query_cases.run_three_queries`).
 """
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
