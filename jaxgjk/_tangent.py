@@ -20,6 +20,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from ._contact import NormalKind
 from ._packed import on_both
@@ -55,6 +56,19 @@ def _simplex_supports(shape_a, shape_b, simplex: Simplex, order):
                    shape_b, (simplex.directions_b, simplex.points_b))
 
 
+def _stored_supports(simplex: Simplex, order):
+    """The simplex's own support points (4, 3) of A's and B's cores, each in its body's frame, in
+    `order` (`_used_first`), unused slots repeating the first: `_simplex_supports`' values, read
+    (a support along a held direction returns the held point, `Shape.core_support_near`)."""
+    mask = simplex.mask[order]
+
+    def in_order(points):
+        points = points[order]
+        return jnp.where(mask[:, None], points, points[0])
+
+    return in_order(simplex.points_a), in_order(simplex.points_b)
+
+
 def _rotation(pose) -> Rotation:
     """The pose's rotation on the matrix's entries as scalars (`_scalars`): reverse mode then sums the
     cotangents of its readers with adds, where a matrix's column slices transpose to pads (slow on
@@ -72,17 +86,14 @@ def _placed(rotation: Rotation, translation, local_points):
     return jnp.stack([_place(rotation, translation, point) for point in local_points])
 
 
-def _simplex_points(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, order):
-    """World support points (4, 3) of A's and B's cores along the simplex's directions, in `order`
-    (`_used_first`), unused slots repeating the first."""
-    local_a, local_b = _simplex_supports(shape_a, shape_b, simplex, order)
-    return (_placed(_rotation(pose_a), pose_a.translation, local_a),
-            _placed(_rotation(pose_b), pose_b.translation, local_b))
-
-
-def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response):
+def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_kind, response,
+            shapes_held: bool = False):
     """Distance, witness points and normal as smooth functions of the shapes and poses, with the final
     simplex's support directions and vertex set held fixed (the tangent rule differentiates this).
+
+    `shapes_held` (static): the derivative is along the poses alone, so the support points, functions
+    of the shapes and the held directions only, are the simplex's own points (`_stored_supports`),
+    not evaluated again.
 
     `normal` (3,) is the primal normal: the distance is ``normal · (point_b − point_a) − margins``,
     whose derivative is the envelope-theorem gradient. On a smooth contact (`NormalKind.SMOOTH`) the
@@ -91,7 +102,8 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     along it, sliding over the curved surfaces. `response` None: no smooth contact is possible.
     """
     order, mask = _used_first(simplex)
-    local_a, local_b = _simplex_supports(shape_a, shape_b, simplex, order)
+    supports = _stored_supports if shapes_held else functools.partial(_simplex_supports, shape_a, shape_b)
+    local_a, local_b = supports(simplex, order)
     rotation_a, rotation_b = _rotation(pose_a), _rotation(pose_b)
     points_a = _placed(rotation_a, pose_a.translation, local_a)
     points_b = _placed(rotation_b, pose_b.translation, local_b)
@@ -154,16 +166,17 @@ def differentiable_query(config, mode, shape_a, pose_a, shape_b, pose_b, warm_st
                  distance_upper_bound).result
 
 
-def query_tangent(inputs, input_tangents, solution) -> DistanceResult:
+def query_tangent(inputs, input_tangents, solution, shapes_held: bool = False) -> DistanceResult:
     """The tangent `DistanceResult` of one pair's query at its primal `solution` (`_solve.Solution`):
-    `witness` differentiated along `input_tangents` of `inputs` (shape_a, pose_a, shape_b, pose_b)."""
+    `witness` differentiated along `input_tangents` of `inputs` (shape_a, pose_a, shape_b, pose_b);
+    `shapes_held` (static) where the shapes' tangents are zero (`witness`)."""
     result = solution.result
     dtype = result.distance.dtype
     inputs, input_tangents = cast(inputs, dtype), cast(input_tangents, dtype)
     kind = solution.normal_kind
     simplex = jax.tree_util.tree_map(jnp.asarray, result.simplex)  # a closed form's may hold constants
     _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
-        lambda *args: witness(*args, simplex, result.normal, kind, solution.normal_response),
+        lambda *args: witness(*args, simplex, result.normal, kind, solution.normal_response, shapes_held),
         inputs, input_tangents)
     scale = solution.tangent_scale
     return DistanceResult(
@@ -180,15 +193,16 @@ def query_tangent(inputs, input_tangents, solution) -> DistanceResult:
 
 
 def _moving_simplex(inputs, input_tangents, solution, normal_tangent) -> Simplex:
-    """The tangent of the final simplex's weights and support directions (zero elsewhere) as the optimum
-    moves along `input_tangents`, its normal along `normal_tangent` (3,): the directions follow the
-    normal, held in the world, and the weights project the origin onto the moving face (`face_weights`)."""
+    """The tangent of the final simplex's weights, support directions and support points (zero
+    elsewhere) as the optimum moves along `input_tangents`, its normal along `normal_tangent` (3,): the
+    directions follow the normal, held in the world, the points are the supports along them, and the
+    weights project the origin onto the moving face (`face_weights`)."""
     result = solution.result
     simplex = jax.tree_util.tree_map(jnp.asarray, result.simplex)
     order, mask = _used_first(simplex)
 
     def optimum(normal, *inputs):
-        _, pose_a, _, pose_b = inputs
+        shape_a, pose_a, shape_b, pose_b = inputs
 
         def following(pose, directions):
             # The held directions, moving as Rᵀ(±|d| normal) does (each row, in the body's frame).
@@ -199,16 +213,25 @@ def _moving_simplex(inputs, input_tangents, solution, normal_tangent) -> Simplex
 
         moved = Simplex(following(pose_a, simplex.directions_a), following(pose_b, simplex.directions_b),
                         simplex.points_a, simplex.points_b, simplex.weights, simplex.mask)
-        points_a, points_b = _simplex_points(*inputs, moved, order)
-        weights = jnp.zeros_like(simplex.weights).at[order].set(face_weights(points_b - points_a, mask))
-        return moved.directions_a, moved.directions_b, weights
+        local_a, local_b = _simplex_supports(shape_a, shape_b, moved, order)
+        points_a = _placed(_rotation(pose_a), pose_a.translation, local_a)
+        points_b = _placed(_rotation(pose_b), pose_b.translation, local_b)
+
+        def in_slots(rows):  # rows in `order` back to the simplex's slots
+            return jnp.zeros_like(rows).at[order].set(rows)
+
+        # The support points move too: a first-order rule along the poses alone reads them from
+        # the simplex (`witness`'s `shapes_held`), and its own derivative needs theirs.
+        return (moved.directions_a, moved.directions_b, in_slots(local_a), in_slots(local_b),
+                in_slots(face_weights(points_b - points_a, mask)))
 
     dtype = result.distance.dtype
-    _, (d_directions_a, d_directions_b, d_weights) = jax.jvp(
+    _, (d_directions_a, d_directions_b, d_points_a, d_points_b, d_weights) = jax.jvp(
         optimum, (result.normal, *cast(inputs, dtype)), (normal_tangent, *cast(input_tangents, dtype)))
     scale = solution.tangent_scale
     return dataclasses.replace(zero_tangent(simplex), directions_a=scale * d_directions_a,
-                               directions_b=scale * d_directions_b, weights=scale * d_weights)
+                               directions_b=scale * d_directions_b, points_a=scale * d_points_a,
+                               points_b=scale * d_points_b, weights=scale * d_weights)
 
 
 @jax.custom_jvp
@@ -232,10 +255,29 @@ def _moving_jvp(primals, tangents):
     return solution, dataclasses.replace(zero_tangent(solution), result=d_result)
 
 
-@differentiable_query.defjvp
+def _held_shapes(tangents):
+    """Whether the tangents (shape_a, pose_a, shape_b, pose_b, ...) of a rule with symbolic zeros hold
+    none for the shapes (a derivative along the poses alone: trace time), and the tangents with every
+    symbolic zero made an array."""
+    def symbolic(leaf):
+        return isinstance(leaf, SymbolicZero)
+
+    def instantiated(leaf):
+        if not symbolic(leaf):
+            return leaf
+        return np.zeros(leaf.aval.shape, leaf.aval.dtype) if leaf.aval.dtype == jax.dtypes.float0 else (
+            jnp.zeros(leaf.aval.shape, leaf.aval.dtype))
+
+    shape_leaves = jax.tree_util.tree_leaves((tangents[0], tangents[2]), is_leaf=symbolic)
+    return (all(map(symbolic, shape_leaves)),
+            jax.tree_util.tree_map(instantiated, tangents, is_leaf=symbolic))
+
+
+@functools.partial(differentiable_query.defjvp, symbolic_zeros=True)
 def _differentiable_query_jvp(config, mode, primals, tangents):
+    shapes_held, tangents = _held_shapes(tangents)
     solution = moving(solve(config, mode, *primals), primals[:4])
-    return solution.result, query_tangent(primals[:4], tangents[:4], solution)
+    return solution.result, query_tangent(primals[:4], tangents[:4], solution, shapes_held)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
@@ -245,7 +287,9 @@ def differentiable_signed_rows(config, epa_capacity, shapes_a, poses_a, shapes_b
     return solve_signed_rows(config, shapes_a, poses_a, shapes_b, poses_b, epa_capacity).result
 
 
-@differentiable_signed_rows.defjvp
+@functools.partial(differentiable_signed_rows.defjvp, symbolic_zeros=True)
 def _differentiable_signed_rows_jvp(config, epa_capacity, primals, tangents):
+    shapes_held, tangents = _held_shapes(tangents)
     solution = jax.vmap(moving)(solve_signed_rows(config, *primals, epa_capacity), primals)
-    return solution.result, jax.vmap(query_tangent)(primals, tangents, solution)
+    return solution.result, jax.vmap(functools.partial(query_tangent, shapes_held=shapes_held))(
+        primals, tangents, solution)
