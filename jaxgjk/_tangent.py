@@ -166,30 +166,55 @@ def differentiable_query(config, mode, shape_a, pose_a, shape_b, pose_b, warm_st
                  distance_upper_bound).result
 
 
-def query_tangent(inputs, input_tangents, solution, shapes_held: bool = False) -> DistanceResult:
+def _split(inputs, input_tangents):
+    """The leaves of `inputs` that move (a tangent that is not a `SymbolicZero`) and their tangents,
+    the held leaves, `rebuild(moving, held)` -> inputs, and whether the shapes (inputs 0 and 2) are
+    held: a derivative along the poses alone (trace time)."""
+    leaves, tree = jax.tree_util.tree_flatten(inputs)
+    tangents = tree.flatten_up_to(input_tangents)
+    moves = [not isinstance(tangent, SymbolicZero) for tangent in tangents]
+    owners = [index for index, item in enumerate(inputs) for _ in jax.tree_util.tree_leaves(item)]
+    shapes_held = not any(move for move, owner in zip(moves, owners, strict=True) if owner in (0, 2))
+
+    def rebuild(moving, held):
+        moving, held = iter(moving), iter(held)
+        return tree.unflatten([next(moving) if move else next(held) for move in moves])
+
+    return ([leaf for leaf, move in zip(leaves, moves, strict=True) if move],
+            [tangent for tangent, move in zip(tangents, moves, strict=True) if move],
+            [leaf for leaf, move in zip(leaves, moves, strict=True) if not move], rebuild, shapes_held)
+
+
+def query_tangent(inputs, input_tangents, solution, batched: bool = False) -> DistanceResult:
     """The tangent `DistanceResult` of one pair's query at its primal `solution` (`_solve.Solution`):
-    `witness` differentiated along `input_tangents` of `inputs` (shape_a, pose_a, shape_b, pose_b);
-    `shapes_held` (static) where the shapes' tangents are zero (`witness`)."""
-    result = solution.result
-    dtype = result.distance.dtype
-    inputs, input_tangents = cast(inputs, dtype), cast(input_tangents, dtype)
-    kind = solution.normal_kind
-    simplex = jax.tree_util.tree_map(jnp.asarray, result.simplex)  # a closed form's may hold constants
-    _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
-        lambda *args: witness(*args, simplex, result.normal, kind, solution.normal_response, shapes_held),
-        inputs, input_tangents)
-    scale = solution.tangent_scale
-    return DistanceResult(
-        distance=scale * d_distance,
-        point_a=scale * d_point_a,
-        point_b=scale * d_point_b,
-        normal=scale * d_normal,
-        status=zero_tangent(result.status),
-        iterations=zero_tangent(result.iterations),
-        simplex=zero_tangent(result.simplex),
-        feature_a=zero_tangent(result.feature_a),
-        feature_b=zero_tangent(result.feature_b),
-    )
+    `witness` differentiated along `input_tangents` of `inputs` (shape_a, pose_a, shape_b, pose_b),
+    whose `SymbolicZero` leaves hold theirs fixed (no work along them; with both shapes held, `witness`
+    reads the simplex's support points). `batched` (static): T pairs, leading axis T on every leaf."""
+    dtype = solution.result.distance.dtype
+    moving, tangents, held, rebuild, shapes_held = _split(cast(inputs, dtype), input_tangents)
+
+    def one_pair(moving, tangents, held, solution):
+        result = solution.result
+        kind = solution.normal_kind
+        simplex = jax.tree_util.tree_map(jnp.asarray, result.simplex)  # a closed form's may hold constants
+        _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
+            lambda *moving: witness(*rebuild(moving, held), simplex, result.normal, kind,
+                                    solution.normal_response, shapes_held),
+            moving, cast(tangents, dtype))
+        scale = solution.tangent_scale
+        return DistanceResult(
+            distance=scale * d_distance,
+            point_a=scale * d_point_a,
+            point_b=scale * d_point_b,
+            normal=scale * d_normal,
+            status=zero_tangent(result.status),
+            iterations=zero_tangent(result.iterations),
+            simplex=zero_tangent(result.simplex),
+            feature_a=zero_tangent(result.feature_a),
+            feature_b=zero_tangent(result.feature_b),
+        )
+
+    return (jax.vmap(one_pair) if batched else one_pair)(moving, tangents, held, solution)
 
 
 def _moving_simplex(inputs, input_tangents, solution, normal_tangent) -> Simplex:
@@ -255,29 +280,10 @@ def _moving_jvp(primals, tangents):
     return solution, dataclasses.replace(zero_tangent(solution), result=d_result)
 
 
-def _held_shapes(tangents):
-    """Whether the tangents (shape_a, pose_a, shape_b, pose_b, ...) of a rule with symbolic zeros hold
-    none for the shapes (a derivative along the poses alone: trace time), and the tangents with every
-    symbolic zero made an array."""
-    def symbolic(leaf):
-        return isinstance(leaf, SymbolicZero)
-
-    def instantiated(leaf):
-        if not symbolic(leaf):
-            return leaf
-        return np.zeros(leaf.aval.shape, leaf.aval.dtype) if leaf.aval.dtype == jax.dtypes.float0 else (
-            jnp.zeros(leaf.aval.shape, leaf.aval.dtype))
-
-    shape_leaves = jax.tree_util.tree_leaves((tangents[0], tangents[2]), is_leaf=symbolic)
-    return (all(map(symbolic, shape_leaves)),
-            jax.tree_util.tree_map(instantiated, tangents, is_leaf=symbolic))
-
-
 @functools.partial(differentiable_query.defjvp, symbolic_zeros=True)
 def _differentiable_query_jvp(config, mode, primals, tangents):
-    shapes_held, tangents = _held_shapes(tangents)
     solution = moving(solve(config, mode, *primals), primals[:4])
-    return solution.result, query_tangent(primals[:4], tangents[:4], solution, shapes_held)
+    return solution.result, query_tangent(primals[:4], tangents[:4], solution)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
@@ -289,7 +295,5 @@ def differentiable_signed_rows(config, epa_capacity, shapes_a, poses_a, shapes_b
 
 @functools.partial(differentiable_signed_rows.defjvp, symbolic_zeros=True)
 def _differentiable_signed_rows_jvp(config, epa_capacity, primals, tangents):
-    shapes_held, tangents = _held_shapes(tangents)
     solution = jax.vmap(moving)(solve_signed_rows(config, *primals, epa_capacity), primals)
-    return solution.result, jax.vmap(functools.partial(query_tangent, shapes_held=shapes_held))(
-        primals, tangents, solution)
+    return solution.result, query_tangent(primals, tangents, solution, batched=True)
