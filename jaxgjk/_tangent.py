@@ -3,13 +3,15 @@
 The loops run only in the primal (`_solve`); the tangent holds the final simplex (or EPA face) fixed —
 its support directions in each body's frame and its active vertex set — and differentiates the witness
 points as functions of the poses and shape fields: ``d distance = normal · (d point_b − d point_a)`` by
-the envelope theorem. Reverse mode comes from transposing this linear rule.
+the envelope theorem. Reverse mode comes from transposing this linear rule. The rules take symbolic
+zeros: inputs not differentiated are held constant, and with both shapes held (a gradient along the
+poses) the support points are the simplex's own, not evaluated again.
 
 Second order (`jax.hessian`, a derivative of a gradient) differentiates that rule again, and with it the
 optimum it holds (`moving`): the normal as the solvers' last steps move it (the refined normal's
 implicit derivative), the simplex's weights as the projection of the origin onto its moving face, and
-its support directions with the normal, held in the world, so that a turning body's support point
-slides over its surface.
+its support directions with the normal, held in the world, and its support points along them, so that
+a turning body's support point slides over its surface.
 """
 
 from __future__ import annotations
