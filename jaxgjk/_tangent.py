@@ -169,22 +169,22 @@ def differentiable_query(config, mode, shape_a, pose_a, shape_b, pose_b, warm_st
 
 
 def _split(inputs, input_tangents):
-    """The leaves of `inputs` that move (a tangent that is not a `SymbolicZero`) and their tangents,
-    the held leaves, `rebuild(moving, held)` -> inputs, and whether the shapes (inputs 0 and 2) are
-    held: a derivative along the poses alone (trace time)."""
+    """The free leaves of `inputs` (a tangent that is not a `SymbolicZero`) and their tangents, the
+    held leaves, `rebuild(free, held)` -> inputs, and whether the shapes (inputs 0 and 2) are held: a
+    derivative along the poses alone (trace time)."""
     leaves, tree = jax.tree_util.tree_flatten(inputs)
     tangents = tree.flatten_up_to(input_tangents)
-    moves = [not isinstance(tangent, SymbolicZero) for tangent in tangents]
+    frees = [not isinstance(tangent, SymbolicZero) for tangent in tangents]
     owners = [index for index, item in enumerate(inputs) for _ in jax.tree_util.tree_leaves(item)]
-    shapes_held = not any(move for move, owner in zip(moves, owners, strict=True) if owner in (0, 2))
+    shapes_held = not any(free for free, owner in zip(frees, owners, strict=True) if owner in (0, 2))
 
-    def rebuild(moving, held):
-        moving, held = iter(moving), iter(held)
-        return tree.unflatten([next(moving) if move else next(held) for move in moves])
+    def rebuild(free, held):
+        free, held = iter(free), iter(held)
+        return tree.unflatten([next(free) if is_free else next(held) for is_free in frees])
 
-    return ([leaf for leaf, move in zip(leaves, moves, strict=True) if move],
-            [tangent for tangent, move in zip(tangents, moves, strict=True) if move],
-            [leaf for leaf, move in zip(leaves, moves, strict=True) if not move], rebuild, shapes_held)
+    return ([leaf for leaf, free in zip(leaves, frees, strict=True) if free],
+            [tangent for tangent, free in zip(tangents, frees, strict=True) if free],
+            [leaf for leaf, free in zip(leaves, frees, strict=True) if not free], rebuild, shapes_held)
 
 
 def query_tangent(inputs, input_tangents, solution, batched: bool = False) -> DistanceResult:
@@ -193,16 +193,16 @@ def query_tangent(inputs, input_tangents, solution, batched: bool = False) -> Di
     whose `SymbolicZero` leaves hold theirs fixed (no work along them; with both shapes held, `witness`
     reads the simplex's support points). `batched` (static): T pairs, leading axis T on every leaf."""
     dtype = solution.result.distance.dtype
-    moving, tangents, held, rebuild, shapes_held = _split(cast(inputs, dtype), input_tangents)
+    free, tangents, held, rebuild, shapes_held = _split(cast(inputs, dtype), input_tangents)
 
-    def one_pair(moving, tangents, held, solution):
+    def one_pair(free, tangents, held, solution):
         result = solution.result
         kind = solution.normal_kind
         simplex = jax.tree_util.tree_map(jnp.asarray, result.simplex)  # a closed form's may hold constants
         _, (d_distance, d_point_a, d_point_b, d_normal) = jax.jvp(
-            lambda *moving: witness(*rebuild(moving, held), simplex, result.normal, kind,
-                                    solution.normal_response, shapes_held),
-            moving, cast(tangents, dtype))
+            lambda *free: witness(*rebuild(free, held), simplex, result.normal, kind,
+                                  solution.normal_response, shapes_held),
+            free, cast(tangents, dtype))
         scale = solution.tangent_scale
         return DistanceResult(
             distance=scale * d_distance,
@@ -216,7 +216,7 @@ def query_tangent(inputs, input_tangents, solution, batched: bool = False) -> Di
             feature_b=zero_tangent(result.feature_b),
         )
 
-    return (jax.vmap(one_pair) if batched else one_pair)(moving, tangents, held, solution)
+    return (jax.vmap(one_pair) if batched else one_pair)(free, tangents, held, solution)
 
 
 def _moving_simplex(inputs, input_tangents, solution, normal_tangent) -> Simplex:
