@@ -41,34 +41,30 @@ def _used_first(simplex: Simplex):
     return order, simplex.mask[order]
 
 
+def _in_order(rows, simplex: Simplex, order):
+    """The simplex's per-slot `rows` (4, ...) in `order` (`_used_first`), unused slots repeating the
+    first."""
+    mask = simplex.mask[order].reshape((-1,) + (1,) * (rows.ndim - 1))
+    rows = rows[order]
+    return jnp.where(mask, rows, rows[0])
+
+
 def _simplex_supports(shape_a, shape_b, simplex: Simplex, order):
     """Support points (4, 3) of A's and B's cores along the simplex's directions, each in its body's
     frame, in `order` (`_used_first`), unused slots repeating the first."""
-    mask = simplex.mask[order]
-
     def support_points(shape, directions, hints):
         # The simplex's own points as hints: its directions may expose a whole edge or face.
-        directions, hints = directions[order], hints[order]
-        directions = jnp.where(mask[:, None], directions, directions[0])
-        hints = jnp.where(mask[:, None], hints, hints[0])
-        return jnp.stack([shape.core_support_near(direction, hint)
-                          for direction, hint in zip(directions, hints, strict=True)])
+        return jnp.stack([shape.core_support_near(direction, hint) for direction, hint in zip(
+            _in_order(directions, simplex, order), _in_order(hints, simplex, order), strict=True)])
 
     return on_both(support_points, shape_a, (simplex.directions_a, simplex.points_a),
                    shape_b, (simplex.directions_b, simplex.points_b))
 
 
 def _stored_supports(simplex: Simplex, order):
-    """The simplex's own support points (4, 3) of A's and B's cores, each in its body's frame, in
-    `order` (`_used_first`), unused slots repeating the first: `_simplex_supports`' values, read
-    (a support along a held direction returns the held point, `Shape.core_support_near`)."""
-    mask = simplex.mask[order]
-
-    def in_order(points):
-        points = points[order]
-        return jnp.where(mask[:, None], points, points[0])
-
-    return in_order(simplex.points_a), in_order(simplex.points_b)
+    """`_simplex_supports`' values, read from the simplex: its own points (a support along a held
+    direction returns the held point, `Shape.core_support_near`)."""
+    return _in_order(simplex.points_a, simplex, order), _in_order(simplex.points_b, simplex, order)
 
 
 def _rotation(pose) -> Rotation:
