@@ -3,6 +3,9 @@
     python -m benchmarks.ab_inprocess sphere-box [--base HEAD~1] [--pen] [--query signed_distance]
         [--pairs 65536] [--rounds 30]
 
+`--query` is a query's name, `value_and_grad` (w.r.t. B's pose) or `value_and_grad_shapes` (w.r.t. both
+shapes' fields and B's pose).
+
 The commit's `jaxgjk/` is exported (`git archive`) as the package `jaxgjk_base` into a temporary
 directory; its modules import each other relatively, so both versions load side by side. Each kernel
 is `jax.jit(jax.vmap(query))` on the same float32 pairs of a parity scenario (`parity.tiled_case`, 256
@@ -12,7 +15,8 @@ times; each keeps its best time. Steady load on a shared machine slows both alik
 better than timings of separate processes (which drifted 20-40% in session 44); under heavy load
 (more processes than cores) it still moved by 2x: repeat it. Prints each version's rate and
 lower+compile time (in a warm process: the parity benchmark's fresh processes give the cold ones),
-the ratio (> 1: the working tree is faster) and whether their outputs agree to the bit.
+the ratio (> 1: the working tree is faster) and whether their outputs agree to the bit (else the
+largest difference of any output entry).
 """
 
 import argparse
@@ -48,13 +52,19 @@ def base_package(revision: str, directory: str):
 
 def kernel(module, query: str, in_axes=0):
     """The batched `query` of `module` (a jaxgjk package) over pairs, jitted; `in_axes` as `jax.vmap`'s
-    (`run.jaxgjk_batched`'s: a polytope's mesh is shared by every pair)."""
-    if query != "value_and_grad":
+    (`run.jaxgjk_batched`'s: a polytope's mesh is shared by every pair). `value_and_grad`: the summed
+    signed distance and its gradient w.r.t. B's pose; `value_and_grad_shapes`: w.r.t. both shapes'
+    fields too (the tangent rule then evaluates the simplex's supports)."""
+    if not query.startswith("value_and_grad"):
         return jax.jit(jax.vmap(getattr(module, query), in_axes=in_axes))
 
     def value_and_grad(shape_a, pose_a, shape_b, pose_b):
         batched = jax.vmap(module.signed_distance, in_axes=in_axes)
-        return jax.value_and_grad(lambda pose: batched(shape_a, pose_a, shape_b, pose).distance.sum())(pose_b)
+        if query == "value_and_grad":
+            return jax.value_and_grad(lambda pose: batched(shape_a, pose_a, shape_b, pose).distance.sum())(
+                pose_b)
+        return jax.value_and_grad(lambda a, b, pose: batched(a, pose_a, b, pose).distance.sum(),
+                                  argnums=(0, 1, 2))(shape_a, shape_b, pose_b)
 
     return jax.jit(value_and_grad)
 
@@ -96,12 +106,14 @@ def main():
                 best[name] = min(best[name], time.perf_counter() - start)
         outputs = [jax.tree_util.tree_leaves(compiled(*operands))
                    for compiled, operands, _ in versions.values()]
-        same = all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(*outputs, strict=True))
+        largest = max(float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)), initial=0))
+                      for a, b in zip(*outputs, strict=True))
     rates = {name: args.pairs / seconds / 1e6 for name, seconds in best.items()}
     print(f"{args.scenario} {args.query} {'penetrating' if args.pen else 'separated'}, {args.pairs} pairs: "
           f"{args.base} {rates['base']:.2f} M/s (compile {versions['base'][2]:.2f} s), working tree "
           f"{rates['tree']:.2f} M/s (compile {versions['tree'][2]:.2f} s), ratio "
-          f"{rates['tree'] / rates['base']:.3f}, outputs {'identical' if same else 'differ'}")
+          f"{rates['tree'] / rates['base']:.3f}, outputs "
+          f"{'identical' if largest == 0 else f'differ by up to {largest:.2g}'}")
 
 
 if __name__ == "__main__":
