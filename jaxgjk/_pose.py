@@ -19,19 +19,33 @@ def _quaternion_multiply(p, q):
     return jnp.concatenate([w, v], axis=-1)
 
 
+def _quaternion_norm(rotation):
+    """The norm (...) of quaternions `rotation` (..., 4), 1 where it is zero or not finite, and whether
+    it is finite and non-zero (...) bool."""
+    w, x, y, z = (rotation[..., i] for i in range(4))
+    norm_sq = w * w + x * x + y * y + z * z  # written out: a short reduction is a library call
+    is_valid = (norm_sq > tiny(rotation.dtype)) & jnp.isfinite(norm_sq)
+    # Double where (here and in the callers): the unused branch must not produce NaN in reverse mode.
+    return jnp.sqrt(jnp.where(is_valid, norm_sq, 1)), is_valid
+
+
 def normalized_quaternion(rotation):
     """`rotation` (..., 4) divided by its norm; a zero quaternion gives the identity.
 
     Returns (unit quaternion (..., 4), is_valid (...) bool: the input had a finite, non-zero norm).
     """
-    w, x, y, z = (rotation[..., i] for i in range(4))
-    norm_sq = (w * w + x * x + y * y + z * z)[..., None]  # written out: a short reduction is a library call
-    is_valid = (norm_sq > tiny(rotation.dtype)) & jnp.isfinite(norm_sq)
+    norm, is_valid = _quaternion_norm(rotation)
     identity = jnp.zeros_like(rotation).at[..., 0].set(1)
-    # Double where: the unused branch must not produce NaN in reverse mode.
-    rotation_safe = jnp.where(is_valid, rotation, identity)
-    norm_safe = jnp.sqrt(jnp.where(is_valid, norm_sq, 1))
-    return rotation_safe / norm_safe, is_valid[..., 0]
+    return jnp.where(is_valid[..., None], rotation, identity) / norm[..., None], is_valid
+
+
+def unit_quaternion_components(rotation):
+    """`normalized_quaternion`'s components (w, x, y, z), each (...), and is_valid (...). Per component,
+    for code on scalars (`_scalars.Rotation`): under `vmap` the (..., 4) array's selects and division,
+    and in reverse mode their derivatives, ran as separate strided passes on XLA:CPU, a large part of
+    a closed-form pair's gradient (`benchmarks/results/session50/README.md`)."""
+    norm, is_valid = _quaternion_norm(rotation)
+    return tuple(jnp.where(is_valid, rotation[..., i], float(i == 0)) / norm for i in range(4)), is_valid
 
 
 def quaternion_to_matrix(quaternion):

@@ -27,7 +27,7 @@ from ._closest import nearly_parallel, point_segment, segment_segment
 from ._colliders import by_slot, feature_axes, innermost, parallelogram, staircase
 from ._contact import NormalKind, QueryMode
 from ._features import Feature, FeatureDim, feature_without_vertices
-from ._pose import normalized_quaternion
+from ._pose import unit_quaternion_components
 from ._result import Config, DistanceResult, Simplex, Status
 from ._scalars import Rotation, Vec3, where
 from ._shapes import Box, Capsule, Sphere
@@ -617,7 +617,7 @@ def solve(config: Config, mode: QueryMode, shape_a, pose_a, shape_b, pose_b, dis
              for size in ([leaf] if jnp.ndim(leaf) == 0 else [leaf[i] for i in range(3)])]
     shapes_valid = _all_of(jnp.isfinite(size) & (size >= 0) for size in sizes)
     poses_finite = _all_of(jnp.isfinite(pose.translation[i]) for pose in (pose_a, pose_b) for i in range(3))
-    (unit_a, rotation_a_ok), (unit_b, rotation_b_ok) = (normalized_quaternion(pose.rotation)
+    (unit_a, rotation_a_ok), (unit_b, rotation_b_ok) = (unit_quaternion_components(pose.rotation)
                                                         for pose in (pose_a, pose_b))
     is_valid = shapes_valid & poses_finite & rotation_a_ok & rotation_b_ok
     shape_a, shape_b = jax.tree_util.tree_map(lambda leaf: computed_once(jnp.where(shapes_valid, leaf, 0)),

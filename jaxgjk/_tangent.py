@@ -26,6 +26,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from ._contact import NormalKind
 from ._packed import on_both
+from ._pose import unit_quaternion_components
 from ._result import DistanceResult, Simplex
 from ._scalars import Rotation, Vec3
 from ._simplex import face_weights
@@ -68,10 +69,10 @@ def _stored_supports(simplex: Simplex, order):
 
 
 def _rotation(pose) -> Rotation:
-    """The pose's rotation on the matrix's entries as scalars (`_scalars`): reverse mode then sums the
-    cotangents of its readers with adds, where a matrix's column slices transpose to pads (slow on
-    XLA:CPU)."""
-    return Rotation.of_unit_quaternion(*pose.unit_rotation())
+    """The pose's rotation on the matrix's entries as scalars (`_scalars`), from the quaternion's
+    normalised components: reverse mode then sums the cotangents of its readers with adds, where a
+    matrix's column slices transpose to pads (slow on XLA:CPU)."""
+    return Rotation.of_unit_quaternion(*unit_quaternion_components(pose.rotation)[0])
 
 
 def _place(rotation: Rotation, translation, local_point):
@@ -137,11 +138,15 @@ def witness(shape_a, pose_a, shape_b, pose_b, simplex: Simplex, normal, normal_k
     # within the closest feature, orthogonally to the normal (normal·(pb_i − pa_i) is the same for
     # every active vertex and the weights sum to 1), so it adds nothing, and a gradient of the
     # distance alone then skips `face_weights` and the normal.
-    held = simplex.weights[order]
+    if shapes_held:  # the simplex's own slots (zero weights outside the mask): no gathers into `order`
+        held, slots_a, slots_b = simplex.weights, *(jnp.where(simplex.mask[:, None], points, 0)
+                                                    for points in (simplex.points_a, simplex.points_b))
+    else:
+        held, slots_a, slots_b = simplex.weights[order], local_a, local_b
     # Each body's held point placed once (its slots combined in the body's frame): a gradient of the
     # distance alone then rotates one point per body, not one per slot.
-    held_a = _place(rotation_a, jnp.sum(held) * pose_a.translation, rmatvec(local_a, held))
-    held_b = _place(rotation_b, jnp.sum(held) * pose_b.translation, rmatvec(local_b, held))
+    held_a = _place(rotation_a, jnp.sum(held) * pose_a.translation, rmatvec(slots_a, held))
+    held_b = _place(rotation_b, jnp.sum(held) * pose_b.translation, rmatvec(slots_b, held))
     distance = dot(normal, held_b - held_a) - margin_a - margin_b
     return (distance, point_a + margin_a * moving_normal, point_b - margin_b * moving_normal,
             moving_normal)
