@@ -348,6 +348,45 @@ def test_float32_near_tie_of_a_face_and_a_corner():
     assert np.linalg.norm(single.normal[0] - exact.normal[0]) <= 1e-3
 
 
+def test_float32_capsule_end_beside_a_box_corner(rng):
+    """A capsule's end nearest a point of a box edge within 1e-4 of the edge's corner, the corner's own
+    nearest point the same end: the corner is farther by only ~δ²/(2 gap), below float32's rounding of
+    the candidates' distances. The end's contact is exact; the corner's once won such ties, with a
+    normal up to 7e-4 off (benchmarks/cases.py's capsule–box pair 169, seed 0, penetrating). The
+    float64 result of the same float32 inputs is the reference, to float32's precision."""
+    rows = []
+    for _ in range(64):
+        half = rng.uniform(0.3, 0.8, 3)
+        offset = rng.uniform(1e-6, 1e-4)  # the closest point's distance from the corner, along x
+        angle = rng.uniform(0.2, 1.3)  # the gap's direction, between the faces +y and +z
+        outward = np.array([0.0, np.cos(angle), np.sin(angle)])
+        gap = rng.uniform(0.05, 0.5)
+        radius, half_length = rng.uniform(0, 0.2), rng.uniform(0.1, 0.8)
+        end = np.array([half[0] - offset, half[1], half[2]]) + (gap + radius) * outward
+        axis = outward + 0.3 * rng.normal(size=3) * [0, 1, 1]  # away from the box, the corner behind the end
+        axis /= np.linalg.norm(axis)
+        turn = random_rotation(rng)
+        world = quaternion_to_matrix(turn)
+        shift = rng.uniform(-1, 1, 3)
+        box_pose = jg.Pose(shift, turn)
+        # The capsule's frame: its z along `axis` (any roll), its centre half a length beyond the end.
+        capsule_z = world @ axis
+        helper = np.eye(3)[np.argmin(np.abs(capsule_z))]
+        capsule_x = np.cross(helper, capsule_z)
+        capsule_x /= np.linalg.norm(capsule_x)
+        frame = np.stack([capsule_x, np.cross(capsule_z, capsule_x), capsule_z], axis=1)
+        centre = world @ (end + half_length * axis) + shift
+        rows.append((capsule(radius, half_length), jg.Pose(centre, quaternion_from_matrix(frame)),
+                     box(half), box_pose))
+    rows = float32_values(rows)
+    single, exact = run(SIGNED, rows, np.float32), run(SIGNED, rows, np.float64)
+    assert np.all(exact.feature_b.dimension == jg.FeatureDim.EDGE)
+    assert np.max(np.abs(single.distance - exact.distance)) <= 1e-6
+    assert np.max(np.linalg.norm(single.normal - exact.normal, axis=1)) <= 1e-5
+    for field in ("point_a", "point_b"):
+        assert np.max(np.linalg.norm(getattr(single, field) - getattr(exact, field), axis=1)) <= 1e-5
+
+
 FEATURE_DIMENSIONS = {"face": (jg.FeatureDim.FACE, jg.FeatureDim.FACE),
                       "edge": (jg.FeatureDim.FACE, jg.FeatureDim.EDGE),
                       "corner": (jg.FeatureDim.FACE, jg.FeatureDim.VERTEX),
