@@ -58,6 +58,7 @@ from ._closest import nearly_parallel
 from ._colliders import (
     box_feature_simplex,
     closed_contact,
+    is_along,
     is_apart,
     padded_simplex,
     parallelogram,
@@ -340,13 +341,19 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     separated = s_max > 0
     # Apart: each candidate is a pair of actual points; the axis contacts count where their points are
     # s(u) apart along their axis (within rounding), and the nearest candidate is the closest pair.
-    face_length, edge_length, corner_length = (length(gap(points))
-                                               for points in (face_points, edge_points, corner_points))
+    face_gap, edge_gap = gap(face_points), gap(edge_points)
+    face_length, edge_length, corner_length = (length(vector)
+                                               for vector in (face_gap, edge_gap, gap(corner_points)))
     # A candidate other than the nearest by δ has a normal off by up to √(2δ/distance): the ties allowed
-    # here are a few roundings (the axis tolerance's 32 roundings cost float32 normals 1e-2).
+    # here are a few roundings (the axis tolerance's 32 roundings cost float32 normals 1e-2). An axis
+    # contact also counts only where its points' offset across the axis is within the tolerance: its
+    # length exceeds the axis's separation by only offset²/(2 distance), so a clamped witness (a corner
+    # just beyond a face) passed the length test with a float32 normal up to 1e-3 off.
     tie = tolerance / 8
-    face_found = face_length <= s_face + tie
-    edge_found = edge_is_face & (edge_length <= s_edge + tie)
+    face_found = (face_length <= s_face + tie) & is_along(Vec3.of(face_gap), Vec3.of(face_normal),
+                                                          tolerance)
+    edge_found = edge_is_face & (edge_length <= s_edge + tie) & is_along(Vec3.of(edge_gap),
+                                                                         Vec3.of(edge_normal), tolerance)
     nearest = jnp.minimum(jnp.minimum(jnp.where(face_found, face_length, jnp.inf),
                                       jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
     # Overlapping: the deepest axis, a face's where an edge axis is deeper by no more than rounding.

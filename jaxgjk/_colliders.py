@@ -31,6 +31,7 @@ from ._minkowski import RelativePair
 from ._packed import Packed
 from ._refine import smooth_response
 from ._result import Simplex, Status
+from ._scalars import Vec3
 from ._shapes import (
     Affine,
     Box,
@@ -148,6 +149,13 @@ def is_apart(gap, resolution):
     direction is then the normal; within rounding it is noise, and the touching cores' own normal
     (the crossing of two segments, a direction across a segment) holds instead."""
     return largest_abs(gap) > resolution
+
+
+def is_along(gap: Vec3, axis: Vec3, tolerance):
+    """Whether the witness points' offset `gap` leaves the unit `axis` by at most `tolerance`: its
+    component across the axis, taken directly (a difference of lengths cancels to √rounding)."""
+    across = gap - axis * gap.dot(axis)
+    return across.dot(across) <= tolerance * tolerance
 
 
 TRIANGLE_SLOTS = np.arange(3)  # the slots of a simplex of three vertices

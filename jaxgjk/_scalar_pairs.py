@@ -24,7 +24,7 @@ import numpy as np
 
 from ._checks import float_leaves
 from ._closest import nearly_parallel, point_segment, segment_segment
-from ._colliders import by_slot, feature_axes, innermost, parallelogram, staircase
+from ._colliders import by_slot, feature_axes, innermost, is_along, parallelogram, staircase
 from ._contact import NormalKind, QueryMode
 from ._features import Feature, FeatureDim, feature_without_vertices
 from ._pose import unit_quaternion_components
@@ -450,8 +450,8 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     s_max = jnp.maximum(s_face, s_edge)
     separated = s_max > 0
     tie = tolerance / 8
-    face_found = face_length <= s_face + tie
-    edge_found = edge_is_face & (edge_length <= s_edge + tie)
+    face_found = (face_length <= s_face + tie) & is_along(face_gap, face_normal, tolerance)
+    edge_found = edge_is_face & (edge_length <= s_edge + tie) & is_along(edge_gap, edge_normal, tolerance)
     nearest = jnp.minimum(jnp.minimum(jnp.where(face_found, face_length, jnp.inf),
                                       jnp.where(edge_found, edge_length, jnp.inf)), corner_length)
     # A face with a side of length 0 (a flat or a needle box's) is an edge or a point: a segment lying on
