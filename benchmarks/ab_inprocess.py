@@ -14,7 +14,9 @@ with respect to B's pose (`run.jaxgjk_batched`'s). The two compiled kernels run 
 times; each keeps its best time. Steady load on a shared machine slows both alike, so their ratio holds
 better than timings of separate processes (which drifted 20-40% in session 44); under heavy load
 (more processes than cores) it still moved by 2x: repeat it. Prints each version's rate and
-lower+compile time (in a warm process: the parity benchmark's fresh processes give the cold ones),
+lower+compile time (in a warm process, and favouring the working tree's, compiled second: the same
+program compiled twice took 1.51 then 1.14 s in session 50; the parity benchmark's fresh processes
+give the cold ones),
 the ratio (> 1: the working tree is faster) and whether their outputs agree to the bit (else the
 largest difference of any output entry).
 """

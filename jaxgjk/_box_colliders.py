@@ -348,7 +348,7 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     # here are a few roundings (the axis tolerance's 32 roundings cost float32 normals 1e-2). An axis
     # contact also counts only where its points' offset across the axis is within the tolerance: its
     # length exceeds the axis's separation by only offset²/(2 distance), so a clamped witness (a corner
-    # just beyond a face) passed the length test with a float32 normal up to 1e-3 off.
+    # just beyond a face) passed the length test with a float32 normal up to 2e-3 off.
     tie = tolerance / 8
     face_found = (face_length <= s_face + tie) & is_along(Vec3.of(face_gap), Vec3.of(face_normal),
                                                           tolerance)

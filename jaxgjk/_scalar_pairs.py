@@ -358,9 +358,9 @@ def _segment_edge(rotation: Rotation, translation: Vec3, edge, edge_normal: Vec3
 
 def _segment_corner(rotation: Rotation, translation: Vec3, axis_in_b: Vec3, origin_in_b: Vec3, h,
                     half: Vec3) -> _Candidate:
-    """The nearest of the segment's ends against B and B's corners against the segment (the first of
-    ties, in `_box_colliders`' order): an end against B's feature holding its closest point, or a
-    corner against the segment's end or edge."""
+    """The nearest of the segment's ends against B and B's corners against the segment's interior (the
+    first of ties, in `_box_colliders`' order): an end against B's feature holding its closest point,
+    or a corner against the segment's edge (a corner nearest an end is that end's contact at best)."""
     dtype = translation.x.dtype
     ends = [axis_in_b * (end * h) + origin_in_b for end in (-1, 1)]  # B's frame
     on_box = [_clip(end, half) for end in ends]
