@@ -3,22 +3,19 @@
     python -m benchmarks.ab_inprocess sphere-box [--base HEAD~1] [--pen] [--query signed_distance]
         [--pairs 65536] [--rounds 30]
 
-`--query` is a query's name, `value_and_grad` (w.r.t. B's pose) or `value_and_grad_shapes` (w.r.t. both
-shapes' fields and B's pose).
-
 The commit's `jaxgjk/` is exported (`git archive`) as the package `jaxgjk_base` into a temporary
 directory; its modules import each other relatively, so both versions load side by side. Each kernel
 is `jax.jit(jax.vmap(query))` on the same float32 pairs of a parity scenario (`parity.tiled_case`, 256
 distinct pairs tiled), or, with `--query value_and_grad`, the gradient of their summed signed distance
-with respect to B's pose (`run.jaxgjk_batched`'s). The two compiled kernels run in turn `--rounds`
+with respect to B's pose (`run.jaxgjk_batched`'s), with `value_and_grad_shapes` w.r.t. both shapes'
+fields too. The two compiled kernels run in turn `--rounds`
 times; each keeps its best time. Steady load on a shared machine slows both alike, so their ratio holds
 better than timings of separate processes (which drifted 20-40% in session 44); under heavy load
 (more processes than cores) it still moved by 2x: repeat it. Prints each version's rate and
-lower+compile time (in a warm process, and favouring the working tree's, compiled second: the same
+lower+compile time (in a warm process, favouring the working tree's, compiled second: the same
 program compiled twice took 1.51 then 1.14 s in session 50; the parity benchmark's fresh processes
-give the cold ones),
-the ratio (> 1: the working tree is faster) and whether their outputs agree to the bit (else the
-largest difference of any output entry).
+give the cold ones), the ratio (> 1: the working tree is faster) and whether their outputs agree to
+the bit (else the largest difference of any output entry).
 """
 
 import argparse
