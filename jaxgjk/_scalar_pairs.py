@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import float_leaves
-from ._closest import nearly_parallel, point_segment, segment_segment
+from ._closest import nearly_parallel, point_segment, safe_ratio, segment_segment
 from ._colliders import by_slot, feature_axes, innermost, is_along, parallelogram, staircase
 from ._contact import NormalKind, QueryMode
 from ._features import Feature, FeatureDim, feature_without_vertices
@@ -116,9 +116,13 @@ def _point_segment(rotation: Rotation, translation: Vec3, half_b, resolution) ->
     end = translation + rotation.column(2) * half_b
     along = point_segment(Vec3(zero, zero, zero), start, end)
     closest = start + (end - start) * along
-    apart = closest.largest_abs() > resolution
+    # Projected inside the segment, the exact offset is perpendicular to it: its component along it is
+    # the rounding of `along` (`_segment_segment`).
+    axis_b = rotation.column(2)
+    across = where((along > 0) & (along < 1), closest - axis_b * closest.dot(axis_b), closest)
+    apart = across.largest_abs() > resolution
     axis = (end - start).unit()
-    normal = where(apart, closest, where(axis.is_zero(), Vec3.axis(2, dtype), axis).across()).unit()
+    normal = where(apart, across, where(axis.is_zero(), Vec3.axis(2, dtype), axis).across()).unit()
     ends = _per_slot(-jnp.ones((), dtype), jnp.ones((), dtype))
     simplex = Simplex(_repeated_rows(normal, 2), _axial_rows(ends, 1), jnp.zeros((4, 3), dtype),
                       _axial_rows(ends, half_b), _per_slot(1 - along, along), _per_slot(along < 1, along > 0))
@@ -175,13 +179,18 @@ def _clip(point: Vec3, half: Vec3) -> Vec3:
     return Vec3(*(jnp.clip(p, -h, h) for p, h in zip(point, half, strict=True)))
 
 
-def _point_box(rotation: Rotation, translation: Vec3, half: Vec3) -> _Contact:
+def _point_box(rotation: Rotation, translation: Vec3, half: Vec3, resolution) -> _Contact:
     """A point (A's origin) and B's core box of half extents `half`: the box's closest point, or,
-    inside (the closed box), its nearest face's, the first of ties in x, y, z order."""
+    inside the closed box or outside it by no more than `resolution`, its nearest face's (the first
+    of ties in x, y, z order): so close to the box, the offset's direction is rounding (a sphere's
+    centre on a flat box's plane got a normal 0.08 rad off in float32)."""
     dtype = translation.x.dtype
-    point = -rotation.apply_transpose(translation)  # A's point in B's frame
+    # A's point in B's frame, computed once: the offset to its clamp must be exactly 0 along the axes it
+    # is not clamped on (copies of its expression in two fusions rounded apart, 1e-8 rad in float64).
+    point = _once(-rotation.apply_transpose(translation))
     closest = _clip(point, half)
-    inside = (jnp.abs(point.x) <= half.x) & (jnp.abs(point.y) <= half.y) & (jnp.abs(point.z) <= half.z)
+    gap = rotation.apply(closest - point)
+    inside = ~(gap.largest_abs() > resolution)
     depths = Vec3(*(h - jnp.abs(p) for p, h in zip(point, half, strict=True)))
     on_x = (depths.x <= depths.y) & (depths.x <= depths.z)
     on_y = ~on_x & (depths.y <= depths.z)
@@ -191,14 +200,13 @@ def _point_box(rotation: Rotation, translation: Vec3, half: Vec3) -> _Contact:
 
     face_sign = jnp.where(on_axis(point) >= 0, 1, -1).astype(dtype)
     face = face_sign * on_axis(half)
-    on_face = Vec3(jnp.where(on_x, face, point.x), jnp.where(on_y, face, point.y),
-                   jnp.where(on_x | on_y, point.z, face))
+    on_face = Vec3(jnp.where(on_x, face, closest.x), jnp.where(on_y, face, closest.y),
+                   jnp.where(on_x | on_y, closest.z, face))
     point_b = where(inside, on_face, closest)
     # From A's point to B's: outside, towards the box's closest point; inside, into the box through
     # the nearest face (B moves by the depth along it to separate): minus that face's outward normal.
     face_normal = -(where(on_x, rotation.column(0), where(on_y, rotation.column(1), rotation.column(2)))
                     * face_sign)
-    gap = rotation.apply(closest - point)
     outward = gap.unit()
     normal = where(inside, face_normal, outward)
     # Read at every element of the simplex's rows: computed once, sphere–box runs 1.7x faster.
@@ -431,8 +439,12 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     # The deepest axes and their separations, computed once: the three candidates read them.
     (s_face, face), (s_edge, edge) = _once((_first_of_largest(face_separations),
                                             _first_of_largest(edge_separations)))
-    face_sign = jnp.where(_pick(face, centres) >= 0, 1, -1).astype(dtype)
-    edge_sign = jnp.where(_pick(edge, cross_centres) >= 0, 1, -1).astype(dtype)
+    # Computed once: XLA:CPU copies the centre's expression into each fusion that reads the sign, and
+    # where the centre is within rounding of 0 (a capsule centred on a flat box's plane) the copies
+    # rounded it to different signs, turning one component of the normal and not the others
+    # (float32, one lane of a batch: 0.5 rad off).
+    face_sign, edge_sign = _once((jnp.where(_pick(face, centres) >= 0, 1, -1).astype(dtype),
+                                  jnp.where(_pick(edge, cross_centres) >= 0, 1, -1).astype(dtype)))
     towards = _pick(face, columns) * face_sign  # the segment's support direction against B's face
     face_normal = towards.unit()
     edge_normal = (_pick(edge, crosses) * edge_sign).unit()
@@ -461,7 +473,16 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     use_face = jnp.where(separated, face_found & (face_length <= nearest + tie) & ~(crossing & edge_nearest),
                          (s_face >= s_edge - tolerance) & ~(crossing & (s_edge >= s_face - tolerance)))
     use_edge = ~use_face & (~separated | edge_nearest)
-    corner_normal = where(corner_gap.largest_abs() > resolution, corner_gap.unit(), face_normal)
+    # The corner pair's direction unless it separates the cores less, beyond rounding, than the axis
+    # that separates them most; then, and for touching corners, that axis (`_box_colliders.box_box`).
+    face_first = s_face >= s_edge - tolerance
+    corner_direction = corner_gap.unit()
+    corner_separation = (jnp.abs(corner_direction.dot(translation)) - jnp.abs(corner_direction.z) * h
+                         - sum(e * jnp.abs(c.dot(corner_direction))
+                               for e, c in zip(extents, columns, strict=True)))
+    corner_normal = where((corner_gap.largest_abs() > resolution)
+                          & (corner_separation >= jnp.where(face_first, s_face, s_edge) - tolerance),
+                          corner_direction, where(face_first, face_normal, edge_normal))
     distance = _choose(use_face, use_edge, s_face, s_edge, corner_normal.dot(corner_gap))
     distance = jnp.where(separated, jnp.maximum(jnp.minimum(distance, nearest), s_max), distance)
     normal = _choose(use_face, use_edge, face_normal, edge_normal, corner_normal)
@@ -533,14 +554,28 @@ def _segment_segment(rotation: Rotation, translation: Vec3, half_a, half_b, reso
     point_a = half_a * (2 * jnp.where(use_diagonal, along, s) - 1)
     point_b = half_b * jnp.where(use_diagonal, far_sign * (1 - 2 * along), 2 * t - 1)
     gap = rotation.column(2) * point_b + translation - Vec3(zero, zero, point_a)
-    apart = gap.largest_abs() > resolution
+    # Where a closest point lies inside its segment, the exact gap is perpendicular to that segment, and
+    # perpendicular to both along z × B's axis (exact: B's rotation's components) where both do and the
+    # segments are not parallel. The computed gap's component along a segment is the rounding of s or
+    # t, which grows as the segments turn parallel: a normal read from it was tilted by up to that over
+    # |gap| (1.5e-4 rad in float64 for crossing capsules 1e-6 rad from coaxial, whose cores' distance
+    # was 20 roundings), and every point of a segment's length moved the distance along it.
+    inside_a, inside_b = (s > 0) & (s < 1), (t > 0) & (t < 1)
+    direction_b = rotation.column(2)
+    across_both = Vec3(-direction_b.y, direction_b.x, zero)
+    gap_across = where(
+        inside_a & inside_b & ~parallel,
+        across_both * safe_ratio(gap.dot(across_both), across_both.dot(across_both)),
+        where(inside_a, Vec3(gap.x, gap.y, zero), where(inside_b, gap - direction_b * gap.dot(direction_b),
+                                                        gap)))
+    apart = gap_across.largest_abs() > resolution
     # Cores that cross (or lie on one line) separate fastest across both: the parallelogram's normal,
     # towards B's centre; on one line, any direction across it.
     crossing = axis_a.cross(axis_b)
     towards_b = crossing * jnp.where(crossing.dot(translation) < 0, -1, 1).astype(dtype)
     line = where(axis_a.is_zero(), axis_b, axis_a).unit()
     across = where(line.is_zero(), Vec3.axis(2, dtype), line).across()
-    normal = where(apart, gap, where(parallel, across, towards_b)).unit()
+    normal = where(apart, gap_across, where(parallel, across, towards_b)).unit()
     skew_face = (s > 0) & (s < 1) & (t > 0) & (t < 1) & ~parallel
     kind = jnp.where(apart, NormalKind.FROM_CLOSEST,
                      jnp.where(skew_face, NormalKind.FROM_FACE, NormalKind.FIXED))
@@ -568,7 +603,7 @@ def _core_contact(shape_a, shape_b, rotation: Rotation, translation: Vec3, resol
         extents = Vec3.of(core_b.half_extents)
         if isinstance(core_a, Capsule):
             return _segment_box(rotation, translation, half_a, extents, resolution)
-        return _point_box(rotation, translation, extents)
+        return _point_box(rotation, translation, extents, resolution)
     if isinstance(core_b, Capsule):
         if isinstance(core_a, Capsule):
             return _segment_segment(rotation, translation, half_a, half_b, resolution)
