@@ -190,7 +190,7 @@ def _point_box(rotation: Rotation, translation: Vec3, half: Vec3, resolution) ->
     point = _once(-rotation.apply_transpose(translation))
     closest = _clip(point, half)
     gap = rotation.apply(closest - point)
-    inside = ~(gap.largest_abs() > resolution)
+    inside = gap.largest_abs() <= resolution
     depths = Vec3(*(h - jnp.abs(p) for p, h in zip(point, half, strict=True)))
     on_x = (depths.x <= depths.y) & (depths.x <= depths.z)
     on_y = ~on_x & (depths.y <= depths.z)
@@ -548,7 +548,9 @@ def _segment_segment(rotation: Rotation, translation: Vec3, half_a, half_b, reso
     along = point_segment(Vec3(zero, zero, zero), where(same_way, end_b, start_b) - start_a,
                           where(same_way, start_b, end_b) - end_a)
     far_sign = jnp.where(same_way, 1, -1).astype(dtype)
-    use_diagonal = (s > 0) & (s < 1) & (t > 0) & (t < 1) & parallel
+    inside_a, inside_b = (s > 0) & (s < 1), (t > 0) & (t < 1)
+    use_diagonal = inside_a & inside_b & parallel
+    skew_face = inside_a & inside_b & ~parallel
     simplex = _segment_pair_simplex(half_a, half_b, s, t, along, far_sign, use_diagonal)
     # The simplex's weighted points, directly: the closest points' parameters, or the diagonal's.
     point_a = half_a * (2 * jnp.where(use_diagonal, along, s) - 1)
@@ -559,12 +561,12 @@ def _segment_segment(rotation: Rotation, translation: Vec3, half_a, half_b, reso
     # segments are not parallel. The computed gap's component along a segment is the rounding of s or
     # t, which grows as the segments turn parallel: a normal read from it was tilted by up to that over
     # |gap| (1.5e-4 rad in float64 for crossing capsules 1e-6 rad from coaxial, whose cores' distance
-    # was 20 roundings), and every point of a segment's length moved the distance along it.
-    inside_a, inside_b = (s > 0) & (s < 1), (t > 0) & (t < 1)
+    # was 20 roundings), and a segment's far end then overlapped the other body by that tilt times its
+    # length.
     direction_b = rotation.column(2)
     across_both = Vec3(-direction_b.y, direction_b.x, zero)
     gap_across = where(
-        inside_a & inside_b & ~parallel,
+        skew_face,
         across_both * safe_ratio(gap.dot(across_both), across_both.dot(across_both)),
         where(inside_a, Vec3(gap.x, gap.y, zero), where(inside_b, gap - direction_b * gap.dot(direction_b),
                                                         gap)))
@@ -576,7 +578,6 @@ def _segment_segment(rotation: Rotation, translation: Vec3, half_a, half_b, reso
     line = where(axis_a.is_zero(), axis_b, axis_a).unit()
     across = where(line.is_zero(), Vec3.axis(2, dtype), line).across()
     normal = where(apart, gap_across, where(parallel, across, towards_b)).unit()
-    skew_face = (s > 0) & (s < 1) & (t > 0) & (t < 1) & ~parallel
     kind = jnp.where(apart, NormalKind.FROM_CLOSEST,
                      jnp.where(skew_face, NormalKind.FROM_FACE, NormalKind.FIXED))
     return _Contact(normal.dot(gap), normal, simplex, point_a, point_b, kind)
