@@ -1,6 +1,6 @@
 """The specialised colliders' normals certified by the support function (`jaxgjk.reference`, float64).
 
-For any unit n, the cores' separation along n, g(n) = −h_A(n) − h_B(−n), is a lower bound of the signed
+For any unit n, the bodies' separation along n, g(n) = −h_A(n) − h_B(−n), is a lower bound of the signed
 distance, equal to it at the contact's normal: a normal tilted by θ from the contact loses about θ
 times the length of the features along it. So distance − g(normal) ≤ tolerance checks the normal to
 first order wherever several normals are valid (ties, touching, coincident centres) and tests none
