@@ -344,9 +344,8 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
     separated = s_max > 0
     # Apart: each candidate is a pair of actual points; the axis contacts count where their points are
     # s(u) apart along their axis (within rounding), and the nearest candidate is the closest pair.
-    face_gap, edge_gap = gap(face_points), gap(edge_points)
-    face_length, edge_length, corner_length = (length(vector)
-                                               for vector in (face_gap, edge_gap, gap(corner_points)))
+    face_gap, edge_gap, corner_gap = gap(face_points), gap(edge_points), gap(corner_points)
+    face_length, edge_length, corner_length = (length(vector) for vector in (face_gap, edge_gap, corner_gap))
     # A candidate other than the nearest by δ has a normal off by up to √(2δ/distance): the ties allowed
     # here are a few roundings (the axis tolerance's 32 roundings cost float32 normals 1e-2). An axis
     # contact also counts only where its points' offset across the axis is within the tolerance: its
@@ -364,7 +363,6 @@ def box_box(pair: RelativePair, core_a, core_b, resolution) -> Contact:
                          s_face >= s_edge - tolerance)
     use_edge = ~use_face & (~separated | (edge_found & (edge_length <= nearest + tie)))
     use_face, use_edge = computed_once(use_face), computed_once(use_edge)  # every output reads them
-    corner_gap = gap(corner_points)
     # The corner pair's direction is the normal unless it separates the cores less, beyond rounding,
     # than the axis that separates them most (the face's, unless an edge axis's separation is larger
     # by more than rounding). A corner clamped onto the edge of a nearly parallel face lies within

@@ -426,6 +426,10 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     # parallel to rounding, the axis's direction is rounding noise, and only the sum keeps its
     # separation a lower bound (the shortcut reported a capsule along a needle box's axis apart).
     centres = [c.dot(translation) for c in columns]
+
+    def box_reach(u: Vec3):  # how far B reaches along u beyond its centre, times |u|
+        return sum(e * jnp.abs(c.dot(u)) for e, c in zip(extents, columns, strict=True))
+
     face_separations = [(jnp.abs(centre) - jnp.abs(c.z) * h - e) / jnp.sqrt(c.dot(c))
                         for c, centre, e in zip(columns, centres, extents, strict=True)]
     crosses = [Vec3(-c.y, c.x, jnp.zeros_like(c.x)) for c in columns]
@@ -433,8 +437,7 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     edge_separations = []
     for u, centre in zip(crosses, cross_centres, strict=True):
         length_sq = u.dot(u)
-        reach = sum(e * jnp.abs(c.dot(u)) for e, c in zip(extents, columns, strict=True))
-        edge_separations.append(jnp.where(length_sq > 0, (jnp.abs(centre) - reach)
+        edge_separations.append(jnp.where(length_sq > 0, (jnp.abs(centre) - box_reach(u))
                                           / jnp.sqrt(jnp.where(length_sq > 0, length_sq, 1)), -jnp.inf))
     # The deepest axes and their separations, computed once: the three candidates read them.
     (s_face, face), (s_edge, edge) = _once((_first_of_largest(face_separations),
@@ -478,8 +481,7 @@ def _segment_box(rotation: Rotation, translation: Vec3, half_a, half: Vec3, reso
     face_first = s_face >= s_edge - tolerance
     corner_direction = corner_gap.unit()
     corner_separation = (jnp.abs(corner_direction.dot(translation)) - jnp.abs(corner_direction.z) * h
-                         - sum(e * jnp.abs(c.dot(corner_direction))
-                               for e, c in zip(extents, columns, strict=True)))
+                         - box_reach(corner_direction))
     corner_normal = where((corner_gap.largest_abs() > resolution)
                           & (corner_separation >= jnp.where(face_first, s_face, s_edge) - tolerance),
                           corner_direction, where(face_first, face_normal, edge_normal))
