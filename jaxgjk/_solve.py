@@ -154,6 +154,19 @@ def _touch_normal(pair: RelativePair, simplex: Simplex):
     return jnp.where(jnp.any(touch != 0), touch, fallback)
 
 
+def _off_edge(state) -> jnp.ndarray:
+    """GJK's v (3,), less its component along the simplex where that is an edge of D. v is then the
+    projection of the origin onto the edge's line, exactly perpendicular to it, and the computed v's
+    component along it is the rounding of the projection's parameter times the edge's length: it tilts
+    the normal out of the edge's normal cone by that over |v| (float32, |v| 1e-3 of the size: 1.6e-4 rad,
+    a separation along the normal 2e-4 of the size short)."""
+    points, mask = state.points, state.mask
+    edge = points[3 - first_argmax(mask[::-1])] - points[first_argmax(mask)]
+    length_sq = dot(edge, edge)
+    along = jnp.where(length_sq > 0, dot(state.closest, edge) / jnp.where(length_sq > 0, length_sq, 1), 0)
+    return jnp.where(jnp.sum(mask) == 2, state.closest - along * edge, state.closest)
+
+
 def gjk_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start,
                 distance_upper_bound) -> Contact:
     """GJK on the cores. Overlapping cores give distance 0 and status INTERSECTING."""
@@ -180,7 +193,7 @@ def gjk_contact(config: Config, mode: QueryMode, prepared: Prepared, warm_start,
         state.status == STALLED_ACROSS, Status.SEPARATED, state.status)
     overlap = status == Status.INTERSECTING
     distance = select([overlap, status == Status.BOUND_EXCEEDED], [0, state.lower_bound], norm)
-    normal = jnp.where(overlap & (norm == 0), _touch_normal(pair, simplex), unit_vector(state.closest))
+    normal = jnp.where(overlap & (norm == 0), _touch_normal(pair, simplex), unit_vector(_off_edge(state)))
     point_a, point_b = simplex_witnesses(simplex)
     return Contact(distance, normal, simplex, point_a, point_b, status, state.iterations,
                    jnp.where(norm > 0, NormalKind.FROM_CLOSEST, NormalKind.FIXED),
