@@ -35,7 +35,7 @@ from ._dataclass import pytree_dataclass
 from ._epa import EPAResult, epa
 from ._features import FeatureDim, feature_without_vertices
 from ._gate import update_rows, where_active
-from ._gjk import gjk
+from ._gjk import GJKState, gjk
 from ._minkowski import RelativePair
 from ._packed import on_both
 from ._pose import Pose, normalized_quaternion
@@ -154,7 +154,7 @@ def _touch_normal(pair: RelativePair, simplex: Simplex):
     return jnp.where(jnp.any(touch != 0), touch, fallback)
 
 
-def _off_edge(state) -> jnp.ndarray:
+def _off_edge(state: GJKState) -> jnp.ndarray:
     """GJK's v (3,), less its component along the simplex where that is an edge of D. v is then the
     projection of the origin onto the edge's line, exactly perpendicular to it, and the computed v's
     component along it is the rounding of the projection's parameter times the edge's length: it tilts

@@ -87,7 +87,8 @@ def test_normal_of_an_edge_of_the_difference_is_perpendicular_to_it():
     cone by 1.6e-4 rad, a separation along it 2e-4 of the size short (session 52's fuzz). Random
     12-vertex polytopes 100 sizes from the origin, moved to 1e-3 of the size apart along the float64
     normal; the separation along the float32 normal, g(n) (float64 support functions), within 1e-5
-    of the size of the distance on every pair whose float32 simplex is an edge (before: 2e-4)."""
+    of the size of the distance on every pair whose float32 simplex is an edge (before the fix: 7.8e-5
+    here)."""
     rng = np.random.default_rng(52)
     count, size = 256, 1.0
     vertices = [np.stack([random_polytope_vertices(rng, 12, size) for _ in range(count)]) for _ in range(2)]
