@@ -76,9 +76,12 @@ def rotations(rng):
     return np.where((rng.uniform(size=ROWS) < 0.4)[:, None], aligned, random)
 
 
-def cases(kind_a, kind_b, rng):
+def cases(kind_a, kind_b, rng, make_shapes=None, reach=3.0):
+    """ROWS pairs of `make_shapes(kind, rng, size)` (default `shapes`), B's centre up to `reach` sizes
+    from A's, as float32 values, and their sizes."""
+    make_shapes = make_shapes or shapes
     size = 10.0 ** rng.choice([-3, 0, 0, 0, 3], size=ROWS)
-    shape_a, shape_b = shapes(kind_a, rng, size), shapes(kind_b, rng, size)
+    shape_a, shape_b = make_shapes(kind_a, rng, size), make_shapes(kind_b, rng, size)
     direction = rng.normal(size=(ROWS, 3))
     direction /= np.linalg.norm(direction, axis=1, keepdims=True)
     axis = np.eye(3)[rng.integers(0, 3, ROWS)] * rng.choice([-1, 1], size=(ROWS, 1))
@@ -86,7 +89,8 @@ def cases(kind_a, kind_b, rng):
     direction = np.where((rng.uniform(size=ROWS) < 0.35)[:, None], axis, direction)
     origin = rng.normal(size=(ROWS, 3)) * size[:, None] * 10.0 ** rng.choice([0, 0, 2], size=(ROWS, 1))
     pose_a = jg.Pose(origin, rotations(rng))
-    pose_b = jg.Pose(origin + direction * (rng.uniform(0.0, 3.0, size=ROWS) * size)[:, None], rotations(rng))
+    offset = direction * (rng.uniform(0.0, reach, size=ROWS) * size)[:, None]
+    pose_b = jg.Pose(origin + offset, rotations(rng))
     return as_float32_values((shape_a, pose_a, shape_b, pose_b)), size
 
 

@@ -77,21 +77,6 @@ def shapes(kind, rng, size):
     raise ValueError(kind)
 
 
-def cases(kind_a, kind_b, rng):
-    size = 10.0 ** rng.choice([-3, 0, 0, 0, 3], size=ROWS)
-    shape_a, shape_b = shapes(kind_a, rng, size), shapes(kind_b, rng, size)
-    direction = rng.normal(size=(ROWS, 3))
-    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-    axis = np.eye(3)[rng.integers(0, 3, ROWS)] * rng.choice([-1, 1], size=(ROWS, 1))
-    axis += 1e-6 * rng.normal(size=(ROWS, 3)) * (rng.uniform(size=ROWS) < 0.5)[:, None]
-    direction = np.where((rng.uniform(size=ROWS) < 0.35)[:, None], axis, direction)
-    origin = rng.normal(size=(ROWS, 3)) * size[:, None] * 10.0 ** rng.choice([0, 0, 2], size=(ROWS, 1))
-    pose_a = jg.Pose(origin, normal_fuzz.rotations(rng))
-    pose_b = jg.Pose(origin + direction * (rng.uniform(0.0, 2.0, size=ROWS) * size)[:, None],
-                     normal_fuzz.rotations(rng))
-    return normal_fuzz.as_float32_values((shape_a, pose_a, shape_b, pose_b)), size
-
-
 def separation(shape_a, pose_a, shape_b, pose_b, u):
     """g(u) for one pair and unit directions u (K, 3) or (3,)."""
     return (-reference.support_function(shape_a, pose_a, u)
@@ -127,7 +112,7 @@ def main():
     for kind_a, kind_b in PAIRS:
         jax.clear_caches()  # a process holds at most vm.max_map_count kernel mappings
         rng = np.random.default_rng(zlib.crc32(f"{SEED}-{kind_a}-{kind_b}".encode()))
-        pairs, size = cases(kind_a, kind_b, rng)
+        pairs, size = normal_fuzz.cases(kind_a, kind_b, rng, make_shapes=shapes, reach=2.0)
         first = GENERAL(*pairs)
         target = size * rng.choice([0.0, 1e-9, 1e-6, -1e-6, 1e-3, -1e-3], size=ROWS)
         valid = np.isfinite(np.asarray(first.distance))
