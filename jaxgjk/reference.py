@@ -122,7 +122,12 @@ def _unit(u: np.ndarray) -> np.ndarray:
 
 
 def _polytope_vertices(shape) -> np.ndarray:
-    vertices = _f64(shape.vertices).reshape(-1, 3)
+    vertices = _f64(shape.vertices)
+    if vertices.ndim > 2 and np.prod(vertices.shape[:-2]) > 1:
+        raise ValueError(f"one Polytope at a time: its vertices have shape {vertices.shape}; the reference "
+                         "shares a polytope's vertices across all directions, so a stack of polytopes "
+                         "would be read as one")
+    vertices = vertices.reshape(-1, 3)
     if shape.mask is not None:
         vertices = vertices[np.asarray(shape.mask, bool).reshape(-1)]
     if len(vertices) == 0:

@@ -610,3 +610,14 @@ def test_reference_loads_on_request_and_needs_scipy_only_for_hulls():
     assert loaded.split() == ["False", "False"]
     assert float(smooth) == pytest.approx(1.5, abs=1e-12)
     assert "jaxgjk[reference]" in error
+
+
+def test_a_stack_of_polytopes_is_refused():
+    """The reference reads one polytope at a time (its vertices serve every direction): a stack of them
+    raises instead of being read as one polytope with every stacked vertex."""
+    vertices = np.random.default_rng(0).normal(size=(2, 6, 3))
+    with pytest.raises(ValueError, match="one Polytope at a time"):
+        support_function(jg.Polytope(vertices), None, np.eye(3)[:2])
+    single = jg.Polytope(vertices[:1])  # a leading axis of one is one polytope
+    np.testing.assert_allclose(support_function(single, None, np.eye(3)),
+                               np.max(vertices[0], axis=0))

@@ -7,8 +7,10 @@ row, "over" = (sd - g(n)) / size checks the reported normal n against the report
 dtype's normal and 32 random perturbations of n at 1e-6..1e-2. The pairs are session 51's generator
 (`../session51/normal_fuzz.py`: sizes 1e-3..1e3, poses up to 100 sizes from the origin, rotations
 near quarter turns, half of them moved to touch or to ±1e-9..±1e-3 of the size), with flat and
-needle cylinders, cones and ellipsoids and flattened 12-vertex polytopes added; float32-valued inputs
-run in both dtypes. Half-spaces are not covered (the reference has no half-space support function).
+needle cylinders, cones and ellipsoids, flattened 12-vertex polytopes and composites (`Rounded`
+polytopes, `Affine` cylinders, a `ConvexHull` of a box and a sphere, a `MinkowskiSum` of a box and a
+cylinder) added; float32-valued inputs run in both dtypes. Half-spaces are not covered (the reference
+has no half-space support function).
 
     PYTHONPATH=. python benchmarks/results/session52/general_fuzz.py [ROWS] [PAIRS] [SEED]
 """
@@ -74,6 +76,17 @@ def shapes(kind, rng, size):
     if kind == "polytope":
         vertices = rng.normal(size=(ROWS, NUM_VERTICES, 3)) * thin((1, 3))
         return jg.Polytope(vertices * size[:, None, None] * 0.6)
+    if kind == "rounded_polytope":
+        return jg.Rounded(shapes("polytope", rng, size), u(0.0, 0.3))
+    if kind == "affine_cylinder":  # sheared and stretched by up to 2x, off its origin
+        linear = np.eye(3) + 0.5 * rng.uniform(-1, 1, size=(ROWS, 3, 3))
+        return jg.Affine(shapes("cylinder", rng, size), linear, u(-0.3, 0.3, shape=(3,)))
+    if kind == "hull":  # a box and a sphere beside it
+        sphere = jg.Affine(jg.Sphere(u(0.1, 0.5)), np.broadcast_to(np.eye(3), (ROWS, 3, 3)),
+                           u(-1.0, 1.0, shape=(3,)))
+        return jg.ConvexHull((shapes("box", rng, size), sphere))
+    if kind == "minkowski":
+        return jg.MinkowskiSum(shapes("box", rng, size), shapes("cylinder", rng, size))
     raise ValueError(kind)
 
 
