@@ -21,6 +21,7 @@ import jax.numpy as jnp
 
 from . import _scalar_pairs as scalar_pairs
 from ._checks import float_leaves
+from ._closest import safe_ratio
 from ._colliders import (
     bounded,
     for_mode,
@@ -162,8 +163,7 @@ def _off_edge(state: GJKState) -> jnp.ndarray:
     a separation along the normal 2e-4 of the size short)."""
     points, mask = state.points, state.mask
     edge = points[3 - first_argmax(mask[::-1])] - points[first_argmax(mask)]
-    length_sq = dot(edge, edge)
-    along = jnp.where(length_sq > 0, dot(state.closest, edge) / jnp.where(length_sq > 0, length_sq, 1), 0)
+    along = safe_ratio(dot(state.closest, edge), dot(edge, edge))
     return jnp.where(jnp.sum(mask) == 2, state.closest - along * edge, state.closest)
 
 

@@ -61,12 +61,10 @@ def shapes(kind, rng, size):
     def thin(shape=()):  # 1, or 1e-3 for 8% of the entries: flat and needle shapes
         return np.where(rng.uniform(size=(ROWS,) + shape) > 0.08, 1.0, 1e-3)
 
-    if kind == "sphere":
-        return jg.Sphere(u())
-    if kind == "capsule":
+    if kind in ("sphere", "box"):
+        return normal_fuzz.shapes(kind, rng, size)
+    if kind == "capsule":  # 8% of zero length (session 51's: 10%)
         return jg.Capsule(u(0.1, 0.6), u(0.0, 1.0) * (rng.uniform(size=ROWS) > 0.08))
-    if kind == "box":
-        return jg.Box(u(shape=(3,)) * (rng.uniform(size=(ROWS, 3)) > 0.08))
     if kind == "cylinder":
         return jg.Cylinder(u() * thin(), u() * thin())
     if kind == "cone":
