@@ -28,6 +28,27 @@ def pytest_configure(config):
         config.stash[OWNED_CACHE] = os.environ[CACHE_VARIABLE]
     jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_VARIABLE])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the order of the items (above)
+        config.option.loadscopereorder = False
+
+
+# Seconds each module took in a full run under the README's command (`python -m benchmarks.suite_profile`,
+# session 53, two workers on two cores), for the order below; modules not listed count as short.
+MODULE_SECONDS = {
+    "test_notebooks": 500, "test_gradients": 465, "test_colliders": 380, "test_refine": 275,
+    "test_box_colliders": 190, "test_batch": 175, "test_pose_derivatives": 155, "test_signed_distance": 130,
+    "test_distance": 110, "test_features": 95, "test_scene": 95, "test_hill_climb": 85, "test_packed": 85,
+    "test_robot": 75, "test_robot_panda": 70, "test_main": 65, "test_touching": 50, "test_broadphase": 45,
+    "test_collider_normals": 40, "test_scales": 35, "test_trace": 30, "test_smoothing": 30, "test_lp": 30,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the longest modules first. Under xdist's `--dist loadfile` a worker takes the next module in
+    this order whenever it runs out of tests (the controller's own reordering, by test count, is turned
+    off below), so the workers finish within about one short module of each other; by test count the
+    notebooks (a few tests, minutes) came late and left one worker running alone for minutes."""
+    items.sort(key=lambda item: -MODULE_SECONDS.get(item.path.stem, 0))
 
 
 def pytest_unconfigure(config):
