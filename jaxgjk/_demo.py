@@ -102,46 +102,61 @@ def _program_key(query: str, leaves, structure) -> str:
     return digest.hexdigest()[:32]
 
 
-def compiled_kernel(query: str, inputs, cache_dir: str | None):
-    """`jit(vmap(query))` compiled for the shapes of `inputs` (a tuple of pytrees), taking their leaves
-    and giving the result's leaves; returns (compiled, the result's tree structure, how it was made).
+def exported_program(function, inputs, cache_dir: str | None, name: str):
+    """`function` (pytrees in, a pytree out) traced for the shapes of `inputs` (a tuple of pytrees) as a
+    `jax.export.Exported` program on their leaves; returns (the program, its result's tree structure,
+    how it was made). Call it as ``jax.jit(program.call)(*leaves)``.
 
-    With `cache_dir`, the traced program is kept there (`jax.export`, one file of ~0.4 MB) and a later
-    run loads it instead of tracing (~1.5 s of the ~4 s a second run took to its first answer); the
-    compiled code itself comes from JAX's persistent cache. Without the optional `flatbuffers`
-    package (what `jax.export` serialises with) it traces every time."""
+    With `cache_dir`, the traced program is kept there (one file named after `name`, the package's
+    sources and the inputs' structure, shapes and dtypes) and a later call, in this process or another,
+    loads it instead of tracing; the same program compiles to the same key of JAX's persistent
+    compilation cache, so its compiled code comes from there too. Without the optional `flatbuffers`
+    package (what `jax.export` serialises with) nothing is kept."""
     from jax import export
 
     leaves, structure = jax.tree_util.tree_flatten(inputs)
     traced = {}
 
     def flat(*leaves):
-        result = jax.vmap(QUERIES[query])(*jax.tree_util.tree_unflatten(structure, leaves))
-        outputs, traced["structure"] = jax.tree_util.tree_flatten(result)
+        outputs, traced["structure"] = jax.tree_util.tree_flatten(
+            function(*jax.tree_util.tree_unflatten(structure, leaves)))
         return outputs
 
-    if cache_dir is None:
-        return jax.jit(flat).lower(*leaves).compile(), traced["structure"], "traced"
-    path = os.path.join(cache_dir, f"main-job-{_program_key(query, leaves, structure)}.pickle")
-    try:
-        with open(path, "rb") as saved:
-            result_structure, serialized = pickle.load(saved)
-        program = export.deserialize(bytearray(serialized))
-        how = "traced program loaded from the cache"
-    except (OSError, EOFError, ImportError, ValueError, pickle.UnpicklingError):
-        program = export.export(jax.jit(flat))(*leaves)
-        result_structure, how = traced["structure"], "traced"
+    path = None
+    if cache_dir is not None:
+        path = os.path.join(cache_dir, f"{name}-{_program_key(name, leaves, structure)}.pickle")
         try:
-            serialized = program.serialize()
-        except ImportError:
-            serialized = None
-        if serialized is not None:
-            os.makedirs(cache_dir, exist_ok=True)
-            with open(path + ".partial", "wb") as saving:
-                pickle.dump((result_structure, serialized), saving)
-            os.replace(path + ".partial", path)
-            how = "traced and saved to the cache"
-    return jax.jit(program.call).lower(*leaves).compile(), result_structure, how
+            with open(path, "rb") as saved:
+                result_structure, serialized = pickle.load(saved)
+            return (export.deserialize(bytearray(serialized)), result_structure,
+                    "traced program loaded from the cache")
+        except (OSError, EOFError, ImportError, ValueError, pickle.UnpicklingError):
+            pass
+    program = export.export(jax.jit(flat))(*leaves)
+    try:
+        serialized = None if path is None else program.serialize()
+    except ImportError:
+        serialized = None
+    if serialized is None:
+        return program, traced["structure"], "traced"
+    os.makedirs(cache_dir, exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"  # processes saving at once each write their own
+    with open(partial, "wb") as saving:
+        pickle.dump((traced["structure"], serialized), saving)
+    os.replace(partial, path)
+    return program, traced["structure"], "traced and saved to the cache"
+
+
+def compiled_kernel(query: str, inputs, cache_dir: str | None):
+    """`jit(vmap(query))` compiled for the shapes of `inputs` (a tuple of pytrees), taking their leaves
+    and giving the result's leaves; returns (compiled, the result's tree structure, how it was made).
+
+    With `cache_dir`, the traced program is kept there (`exported_program`, one file of ~0.4 MB) and a
+    later run loads it instead of tracing (~1.5 s of the ~4 s a second run took to its first answer);
+    the compiled code itself comes from JAX's persistent cache."""
+    program, result_structure, how = exported_program(jax.vmap(QUERIES[query]), inputs, cache_dir,
+                                                      f"main-job-{query}")
+    return jax.jit(program.call).lower(*jax.tree_util.tree_leaves(inputs)).compile(), result_structure, how
 
 
 def _progress(done: int, total: int, start: float) -> None:

@@ -5,14 +5,17 @@ coplanar points; sizes span 1e-3 to 1e3; some pairs sit far from the world origi
 """
 
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
+from jaxgjk._demo import exported_program
 from jaxgjk.reference import signed_distance_polytopes, signed_distance_smooth
 
+from .conftest import CACHE_VARIABLE
 from .shape_samples import PRIMITIVE_KINDS, random_polytope_vertices, random_rotation, random_shape
 
 POLYHEDRAL = ("sphere", "capsule", "box", "polytope", "flat_box", "needle_box", "flat_polytope",
@@ -109,11 +112,26 @@ def pairs(mode, per_kind_pair, seed):
     return cases
 
 
-QUERIES = jax.jit(jax.vmap(three_queries))
 CHUNK = 256  # pairs per call of QUERIES
 NUM_VERTICES = 64  # every batch's padded vertex count (the largest polytope of the cases: 56)
 _FILLER = dict(shape_a=jg.Sphere(1.0), pose_a=jg.Pose.from_translation(np.zeros(3)),
                shape_b=jg.Sphere(1.0), pose_b=jg.Pose.from_translation(np.array([3.0, 0.0, 0.0])))
+_PROGRAMS = {}  # dtype name → (jit of the traced `three_queries` batch program, its result's structure)
+
+
+def _queries(inputs):
+    """`jit(vmap(three_queries))` for batches like `inputs`, traced once per run: the traced program is
+    kept in the run's cache directory (conftest.py) and the modules after the first load it there, as
+    they load its compiled code from the run's persistent compilation cache (tracing it took 10-13 s
+    per module and dtype)."""
+    dtype = np.dtype(inputs[1].translation.dtype).name
+    if dtype not in _PROGRAMS:
+        program, structure, _ = exported_program(jax.vmap(three_queries), inputs,
+                                                 os.environ.get(CACHE_VARIABLE),
+                                                 "three-queries")
+        _PROGRAMS[dtype] = jax.jit(program.call), structure
+    call, structure = _PROGRAMS[dtype]
+    return jax.tree_util.tree_unflatten(structure, call(*jax.tree_util.tree_leaves(inputs)))
 
 
 def run_three_queries(cases, dtype):
@@ -121,9 +139,9 @@ def run_three_queries(cases, dtype):
     distance and intersect results as NumPy arrays (leading axis: cases).
 
     The cases run as `Packed` batches of every kind (`Packed.KINDS`, `NUM_VERTICES`) of `CHUNK` pairs,
-    the last one padded with a separated pair of spheres, so that one compiled program per dtype
-    serves every test module that calls this: the run's persistent compilation cache (conftest.py)
-    hands it to the modules after the first, as the general path's program takes a minute to compile."""
+    the last one padded with a separated pair of spheres, so that one program per dtype serves every
+    test module that calls this, traced and compiled once per run (`_queries`): the general path's
+    program takes a minute to compile."""
     padded = list(cases) + [_FILLER] * (-len(cases) % CHUNK)
     outputs = []
     for start in range(0, len(padded), CHUNK):
@@ -138,8 +156,8 @@ def run_three_queries(cases, dtype):
                 lambda *leaves: jnp.asarray(np.stack([np.asarray(leaf, np.float64) for leaf in leaves]),
                                             dtype), *[c[key] for c in chunk])
 
-        outputs.append(jax.device_get(QUERIES(shapes("shape_a"), poses("pose_a"), shapes("shape_b"),
-                                              poses("pose_b"))))
+        outputs.append(jax.device_get(_queries((shapes("shape_a"), poses("pose_a"), shapes("shape_b"),
+                                                poses("pose_b")))))
     joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *outputs)
     return jax.tree_util.tree_map(lambda leaf: leaf[:len(cases)], joined)
 
