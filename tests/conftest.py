@@ -28,7 +28,7 @@ def pytest_configure(config):
         config.stash[OWNED_CACHE] = os.environ[CACHE_VARIABLE]
     jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_VARIABLE])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the order of the items (above)
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the items' order (below)
         config.option.loadscopereorder = False
 
 
@@ -46,8 +46,9 @@ MODULE_SECONDS = {
 def pytest_collection_modifyitems(config, items):
     """Run the longest modules first. Under xdist's `--dist loadfile` a worker takes the next module in
     this order whenever it runs out of tests (the controller's own reordering, by test count, is turned
-    off below), so the workers finish within about one short module of each other; by test count the
-    notebooks (a few tests, minutes) came late and left one worker running alone for minutes."""
+    off in `pytest_configure`), so the workers finish within about one short module of each other; by
+    test count the notebooks (a few tests, minutes) came late and could leave one worker running alone
+    for minutes."""
     items.sort(key=lambda item: -MODULE_SECONDS.get(item.path.stem, 0))
 
 

@@ -112,7 +112,7 @@ def pairs(mode, per_kind_pair, seed):
     return cases
 
 
-CHUNK = 256  # pairs per call of QUERIES
+CHUNK = 256  # pairs per call of `_queries`
 NUM_VERTICES = 64  # every batch's padded vertex count (the largest polytope of the cases: 56)
 _FILLER = dict(shape_a=jg.Sphere(1.0), pose_a=jg.Pose.from_translation(np.zeros(3)),
                shape_b=jg.Sphere(1.0), pose_b=jg.Pose.from_translation(np.array([3.0, 0.0, 0.0])))
