@@ -48,11 +48,19 @@ def _of_poses(query, shape_a, shape_b, shapes_move):
 
 
 def _derivatives(query, shapes_move):
-    """vmap-ready: the first and second derivatives of `_of_poses` at one pair (one program)."""
+    """vmap-ready: the first and second derivatives of `_of_poses` at one pair (one program): the
+    Hessian as `jax.hessian` takes it, forward over reverse mode, whose primal is the gradient (a
+    separate `jax.jacfwd` for the first derivatives made the program a third larger; forward mode along
+    held shapes meets reverse mode in test_box_colliders.py, test_colliders.py and test_refine.py)."""
     def at(shape_a, pose_a, shape_b, pose_b):
         distance = _of_poses(query, shape_a, shape_b, shapes_move)
-        return (jax.jacfwd(distance, argnums=(0, 1))(pose_a, pose_b),
-                jax.hessian(distance, argnums=(0, 1))(pose_a, pose_b))
+
+        def gradient(pose_a, pose_b):
+            first = jax.jacrev(distance, argnums=(0, 1))(pose_a, pose_b)
+            return first, first
+
+        second, first = jax.jacfwd(gradient, argnums=(0, 1), has_aux=True)(pose_a, pose_b)
+        return first, second
     return at
 
 
