@@ -236,28 +236,35 @@ PAIRS = [("sphere", "sphere"), ("sphere", "capsule"), ("capsule", "sphere"), ("c
 CURVED_PAIRS = [("sphere", "cylinder"), ("rounded_ellipsoid", "rounded_point")]
 
 # The general path's kernels take every kind pair's cases in one batch: each side a `Rounded` `Packed`
-# batch of these kinds (margin zero where a shape has none), so that they compile once per dtype, not
-# once per kind pair and dtype (a typed general kernel compiles in ~20 s, the packed one in ~35 s).
-GENERAL_KINDS = (jg.Sphere, jg.Capsule, jg.Box, jg.Cylinder, jg.Ellipsoid)
+# batch (margin zero where a shape has none) of the core classes its pairs hold, so that they compile
+# once per dtype, not once per kind pair and dtype (a typed general kernel compiles in ~20 s). Each core
+# class held costs compile time: the packed sphere, capsule and box alone take half the time those
+# and a cylinder and an ellipsoid do (no curved core, so no refinement of the normal).
 
 
 def _as(tree, dtype):
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), tree)
 
 
-def _general_side(kind, shapes, dtype):
-    """`shapes` (a batch of `kind`, stacked) as the general kernels' `Rounded` `Packed` batch."""
+def _core_class(kind):
+    """The primitive class of `kind`'s core (its own class where it is not `Rounded`)."""
+    template = _make(kind, (0.1, 0.2, np.ones(3)))
+    return type(template.shape if kind.startswith("rounded") else template)
+
+
+def _general_side(kind, shapes, dtype, kinds):
+    """`shapes` (a batch of `kind`, stacked) as the general kernels' `Rounded` `Packed` batch of the
+    core classes `kinds`."""
     count = len(np.asarray(jax.tree_util.tree_leaves(shapes)[0]))
     core, radius = (shapes.shape, shapes.radius) if kind.startswith("rounded") else (shapes, np.zeros(count))
     rows = [jax.tree_util.tree_map(lambda leaf, k=k: leaf[k], core) for k in range(count)]
-    return jg.Rounded(jg.pack(rows, dtype=dtype, kinds=GENERAL_KINDS), jnp.asarray(radius, dtype))
+    return jg.Rounded(jg.pack(rows, dtype=dtype, kinds=kinds), jnp.asarray(radius, dtype))
 
 
 def _typed_gradient(kind, gradient):
     """The general kernel's gradient with respect to one `_general_side` row (a `Rounded` `Packed`)
     read as the gradient with respect to the shape of `kind` it was made from."""
-    template = _make(kind, (0.1, 0.2, np.ones(3)))
-    core_class = type(template.shape if kind.startswith("rounded") else template)
+    core_class = _core_class(kind)
     core = core_class(**{name: getattr(gradient.shape, packed)
                          for name, packed in KIND_FIELDS[core_class].items()})
     return jg.Rounded(core, gradient.radius) if kind.startswith("rounded") else core
@@ -273,11 +280,12 @@ def _general_path(function, seed, dtype, pairs):
     (`_case_batch(..., seed)`) of every kind pair in `pairs`, in one batch of `_general_side`s.
 
     Returns {kind pair: its rows of the output}."""
+    kinds = tuple({_core_class(kind) for pair in pairs for kind in pair})
     sides = [[], [], [], []]
     for kind_a, kind_b in pairs:
         shape_a, pose_a, shape_b, pose_b = _case_batch(kind_a, kind_b, seed)[0]
-        parts = (_general_side(kind_a, shape_a, dtype), _as(pose_a, dtype),
-                 _general_side(kind_b, shape_b, dtype), _as(pose_b, dtype))
+        parts = (_general_side(kind_a, shape_a, dtype, kinds), _as(pose_a, dtype),
+                 _general_side(kind_b, shape_b, dtype, kinds), _as(pose_b, dtype))
         for side, part in zip(sides, parts, strict=True):
             side.append(part)
     outputs = jax.jit(jax.vmap(function))(*map(_concatenate, sides))
