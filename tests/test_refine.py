@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import jaxgjk as jg
+from jaxgjk.reference import support_function
 
+from .query_cases import run_three_queries
 from .shape_samples import random_rotation
 
 N_CASES = 16
@@ -121,51 +123,39 @@ FLAT_CURVED_PAIRS = [(flat, curved) for flat in ("box", "polytope")
 N_FLAT_CURVED = 48  # per kind pair, half separated, half overlapping
 
 
-def _world_support(shape, pose, direction):
-    """max over the shape of direction · x (world frame), from its support mapping."""
-    local = pose.rotation_matrix().T @ direction
-    return jnp.dot(direction, pose.apply(shape.support(local)))
-
-
-@jax.jit
-@jax.vmap
-def _witness_check(shape_a, pose_a, shape_b, pose_b):
-    result = jg.signed_distance(shape_a, pose_a, shape_b, pose_b)
-    n = result.normal
-    return dict(result=result,
-                gap=result.point_b - result.point_a - result.distance * n,
-                plane_a=jnp.dot(n, result.point_a) - _world_support(shape_a, pose_a, n),
-                plane_b=-jnp.dot(n, result.point_b) - _world_support(shape_b, pose_b, -n))
-
-
 def test_witnesses_of_flat_against_curved_contacts():
     """A polytope's edge or face against a curved core, float64: each witness point on its shape's
-    support plane along the normal and ``dot(normal, point_b − point_a) = distance``, to 1e-9. Where the
-    refinement holds the two features (all but a cone's slant against an edge, which EPA's best
-    support points answer), the points are the exact pair: point_b − point_a = distance · normal. (A
-    face is held by three of its vertices and the contact may lie outside their triangle, so the weights
-    must be affine; an edge's held vertices tie along the normal, so they must not be re-chosen.)"""
+    support plane along the normal (the float64 reference's support function) and
+    ``dot(normal, point_b − point_a) = distance``, to 1e-9. Where the refinement holds the two features
+    (all but a cone's slant against an edge, which EPA's best support points answer), the points are
+    the exact pair: point_b − point_a = distance · normal. (A face is held by three of its vertices and
+    the contact may lie outside their triangle, so the weights must be affine; an edge's held vertices
+    tie along the normal, so they must not be re-chosen.) The tests' shared program answers
+    (`run_three_queries`)."""
     from .shape_samples import random_shape
 
     rng = np.random.default_rng(11)
-    shapes_a, shapes_b, poses_a, poses_b, curved_kinds = [], [], [], [], []
+    cases, curved_kinds = [], []
     for flat, curved in FLAT_CURVED_PAIRS:
         for index in range(N_FLAT_CURVED):
-            shapes_a.append(random_shape(flat, rng))
-            shapes_b.append(random_shape(curved, rng))
+            shape_a, shape_b = random_shape(flat, rng), random_shape(curved, rng)
             curved_kinds.append(curved)
             direction = rng.normal(size=3)
             reach = rng.uniform(1.5, 2.5) if index % 2 else rng.uniform(0.0, 0.8)
             origin = rng.normal(size=3)
-            poses_a.append((origin, random_rotation(rng)))
-            poses_b.append((origin + reach * direction / np.linalg.norm(direction), random_rotation(rng)))
+            pose_a = jg.Pose(origin, random_rotation(rng))
+            pose_b = jg.Pose(origin + reach * direction / np.linalg.norm(direction), random_rotation(rng))
+            cases.append(dict(shape_a=shape_a, pose_a=pose_a, shape_b=shape_b, pose_b=pose_b))
 
-    def stack_poses(poses):
-        return jg.Pose(*(jnp.asarray(np.stack([p[k] for p in poses])) for k in (0, 1)))
-
-    checks = jax.device_get(_witness_check(jg.pack(shapes_a, dtype=np.float64), stack_poses(poses_a),
-                                           jg.pack(shapes_b, dtype=np.float64), stack_poses(poses_b)))
-    result = checks["result"]
+    result = run_three_queries(cases, np.float64)[0]
+    n = result.normal
+    checks = dict(gap=result.point_b - result.point_a - result.distance[:, None] * n,
+                  plane_a=np.array([np.dot(n[k], result.point_a[k])
+                                    - support_function(case["shape_a"], case["pose_a"], n[k])
+                                    for k, case in enumerate(cases)]),
+                  plane_b=np.array([-np.dot(n[k], result.point_b[k])
+                                    - support_function(case["shape_b"], case["pose_b"], -n[k])
+                                    for k, case in enumerate(cases)]))
     converged = (result.status == jg.Status.SEPARATED) | (result.status == jg.Status.PENETRATING)
     assert np.mean(converged) >= 0.95, np.bincount(result.status)
     overlapping = result.distance < 0
