@@ -4,6 +4,7 @@ Kinds cover the seven primitives plus flat and needle-thin boxes, a flat polytop
 coplanar points; sizes span 1e-3 to 1e3; some pairs sit far from the world origin.
 """
 
+import contextlib
 import functools
 import os
 
@@ -17,6 +18,11 @@ from jaxgjk.reference import signed_distance_polytopes, signed_distance_smooth
 
 from .conftest import CACHE_VARIABLE
 from .shape_samples import PRIMITIVE_KINDS, random_polytope_vertices, random_rotation, random_shape
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, at worst two workers compile the same program
+    fcntl = None
 
 POLYHEDRAL = ("sphere", "capsule", "box", "polytope", "flat_box", "needle_box", "flat_polytope",
               "coplanar_cube")
@@ -119,19 +125,41 @@ _FILLER = dict(shape_a=jg.Sphere(1.0), pose_a=jg.Pose.from_translation(np.zeros(
 _PROGRAMS = {}  # dtype name → (jit of the traced `three_queries` batch program, its result's structure)
 
 
+@contextlib.contextmanager
+def _one_process_at_a_time(name):
+    """Held by one process of the run at a time: an exclusive lock on the file `name` in the run's cache
+    directory (no lock without that directory, or without `fcntl`)."""
+    directory = os.environ.get(CACHE_VARIABLE)
+    if directory is None or fcntl is None:
+        yield
+        return
+    with open(os.path.join(directory, f"{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _queries(inputs):
-    """`jit(vmap(three_queries))` for batches like `inputs`, traced once per run: the traced program is
-    kept in the run's cache directory (conftest.py) and the modules after the first load it there, as
-    they load its compiled code from the run's persistent compilation cache (tracing it took 10-13 s
-    per module and dtype)."""
+    """`jit(vmap(three_queries))` for batches like `inputs`, traced and compiled once per run: the traced
+    program is kept in the run's cache directory (conftest.py) and the modules after the first load it
+    there, as they load its compiled code from the run's persistent compilation cache (tracing it took
+    10-13 s per module and dtype). A process's first call holds a lock until the program is compiled,
+    so that two workers needing it at once do not both compile it (a minute each, side by side): the
+    second waits, then loads it."""
     dtype = np.dtype(inputs[1].translation.dtype).name
+    leaves = jax.tree_util.tree_leaves(inputs)
     if dtype not in _PROGRAMS:
-        program, structure, _ = exported_program(jax.vmap(three_queries), inputs,
-                                                 os.environ.get(CACHE_VARIABLE),
-                                                 "three-queries")
-        _PROGRAMS[dtype] = jax.jit(program.call), structure
+        with _one_process_at_a_time(f"three-queries-{dtype}"):
+            program, structure, _ = exported_program(jax.vmap(three_queries), inputs,
+                                                     os.environ.get(CACHE_VARIABLE), "three-queries")
+            call = jax.jit(program.call)
+            outputs = jax.block_until_ready(call(*leaves))
+        _PROGRAMS[dtype] = call, structure
+        return jax.tree_util.tree_unflatten(structure, outputs)
     call, structure = _PROGRAMS[dtype]
-    return jax.tree_util.tree_unflatten(structure, call(*jax.tree_util.tree_leaves(inputs)))
+    return jax.tree_util.tree_unflatten(structure, call(*leaves))
 
 
 def run_three_queries(cases, dtype):
