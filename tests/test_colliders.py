@@ -1,7 +1,7 @@
 """Specialised colliders (`_colliders`, `_curved_colliders`): points, segments and boxes (spheres,
 capsules, boxes and their Rounded forms), points against cylinders and ellipsoids, and half-spaces,
-against independent float64 closed forms (`reference`), the general GJK/EPA path
-(`Config(specialised=False)`) and finite differences.
+against independent float64 closed forms (`reference`), the general GJK/EPA path and finite
+differences.
 
 The cases of each kind pair: random poses from deep overlap to far apart, the same configurations
 moved along the reference normal to touch exactly or to leave gaps of 1e-3 down to 1e-12 of the size,
@@ -10,8 +10,9 @@ cylinder, a disk ellipsoid), parallel, collinear and crossing capsules, a point 
 cylinder and at its centre, a point at an ellipsoid's centre, on its principal planes and axes, near
 the least radius's plane, and needle-, disk- and sphere-like ellipsoids, and the whole set scaled by
 1e-4 and 1e4. Every kind pair compiles one specialised kernel per dtype (all cases in one vmapped
-batch); the general path runs the cases of every kind pair in one batch of `Rounded` `Packed` shapes,
-one kernel per dtype (and one gradient kernel).
+batch); the general path runs the cases of every kind pair in one batch per dtype: their cores in the
+tests' shared program (`query_cases.run_three_queries`, a `Packed` batch of every kind), and the
+gradients in one kernel of `Rounded` `Packed` shapes (`Config(specialised=False)`).
 """
 
 import functools
