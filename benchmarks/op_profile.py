@@ -59,6 +59,13 @@ def operation_times(kind, n_vertices, penetrating, query, config, fields=(), sou
         return tuple(getattr(result, field) for field in fields) if fields else result
 
     kernel = jax.jit(jax.vmap(one_pair, in_axes=axes)).lower(*args).compile()
+    times = compiled_operation_times(kernel, args)
+    return (times, operation_sources(kernel.as_text())) if sources else times
+
+
+def compiled_operation_times(kernel, args):
+    """{operation name: (summed µs, run count)} of one call `kernel(*args)` of a compiled kernel, after
+    one untimed call, from XLA's profiler trace."""
     jax.block_until_ready(kernel(*args))
     with tempfile.TemporaryDirectory() as directory:
         with jax.profiler.trace(directory, create_perfetto_trace=True):
@@ -72,8 +79,7 @@ def operation_times(kind, n_vertices, penetrating, query, config, fields=(), sou
         if event.get("ph") == "X" and not event["name"].startswith(_RUNTIME):
             totals[event["name"]] += event.get("dur", 0)
             counts[event["name"]] += 1
-    times = {name: (totals[name], counts[name]) for name in totals}
-    return (times, operation_sources(kernel.as_text())) if sources else times
+    return {name: (totals[name], counts[name]) for name in totals}
 
 
 def operation_sources(hlo, depth=1):

@@ -7,17 +7,13 @@ the costliest operations with their HLO.
 """
 
 import collections
-import glob
-import gzip
-import json
-import tempfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxgjk as jg
-from benchmarks.op_profile import _RUNTIME, operation_sources
+from benchmarks.op_profile import compiled_operation_times, operation_sources
 
 PAIRS = 65536
 rng = np.random.default_rng(0)
@@ -36,18 +32,8 @@ arguments = (jg.Sphere(jnp.asarray(rng.uniform(0.1, 0.5, PAIRS), jnp.float32)), 
              jg.Capsule(jnp.asarray(rng.uniform(0.1, 0.3, PAIRS), jnp.float32),
                         jnp.asarray(rng.uniform(0.2, 0.6, PAIRS), jnp.float32)), poses())
 kernel = jax.jit(jax.vmap(jax.value_and_grad(signed, argnums=(1, 3)))).lower(*arguments).compile()
-jax.block_until_ready(kernel(*arguments))
-with tempfile.TemporaryDirectory() as directory:
-    with jax.profiler.trace(directory, create_perfetto_trace=True):
-        jax.block_until_ready(kernel(*arguments))
-    (path,) = glob.glob(f"{directory}/**/perfetto_trace.json.gz", recursive=True)
-    with gzip.open(path) as file:
-        trace = json.load(file)
-events = trace["traceEvents"] if isinstance(trace, dict) else trace
-totals = collections.Counter()
-for event in events:
-    if event.get("ph") == "X" and not event["name"].startswith(_RUNTIME):
-        totals[event["name"]] += event.get("dur", 0)
+totals = {name: microseconds
+          for name, (microseconds, _) in compiled_operation_times(kernel, arguments).items()}
 hlo = kernel.as_text()
 sources = operation_sources(hlo)
 by_source = collections.Counter()
@@ -57,6 +43,6 @@ print(f"{sum(totals.values()):.0f} µs in {len(totals)} operations")
 for source, microseconds in by_source.most_common(15):
     print(f"{microseconds:8.0f} µs  {source}")
 print("costliest operations:")
-for name, microseconds in totals.most_common(6):
+for name, microseconds in collections.Counter(totals).most_common(6):
     line = next((line.strip() for line in hlo.splitlines() if line.strip().startswith(f"%{name} = ")), "")
     print(f"{microseconds:8.0f} µs  {name} ({sources.get(name)}): {line[:160]}")
