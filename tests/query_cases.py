@@ -122,7 +122,7 @@ CHUNK = 256  # pairs per call of `_queries`
 NUM_VERTICES = 64  # every batch's padded vertex count (the largest polytope of the cases: 56)
 _FILLER = dict(shape_a=jg.Sphere(1.0), pose_a=jg.Pose.from_translation(np.zeros(3)),
                shape_b=jg.Sphere(1.0), pose_b=jg.Pose.from_translation(np.array([3.0, 0.0, 0.0])))
-_PROGRAMS = {}  # dtype name → (jit of the traced `three_queries` batch program, its result's structure)
+_PROGRAMS = {}  # dtype name → (the compiled `three_queries` batch program, its result's structure)
 
 
 @contextlib.contextmanager
@@ -154,12 +154,9 @@ def _queries(inputs):
         with _one_process_at_a_time(f"three-queries-{dtype}"):
             program, structure, _ = exported_program(jax.vmap(three_queries), inputs,
                                                      os.environ.get(CACHE_VARIABLE), "three-queries")
-            call = jax.jit(program.call)
-            outputs = jax.block_until_ready(call(*leaves))
-        _PROGRAMS[dtype] = call, structure
-        return jax.tree_util.tree_unflatten(structure, outputs)
-    call, structure = _PROGRAMS[dtype]
-    return jax.tree_util.tree_unflatten(structure, call(*leaves))
+            _PROGRAMS[dtype] = jax.jit(program.call).lower(*leaves).compile(), structure
+    compiled, structure = _PROGRAMS[dtype]
+    return jax.tree_util.tree_unflatten(structure, compiled(*leaves))
 
 
 def run_three_queries(cases, dtype):
